@@ -1,0 +1,429 @@
+// JSON form of the run report (CONTRACT.md section 4) and its atomic writer.
+#include "harness/model/report.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace faultline {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::pair<Kind, const char*>, 19> kKinds{{
+    {Kind::kPythonException, "python_exception"},
+    {Kind::kCppException, "cpp_exception"},
+    {Kind::kUndefinedSymbol, "undefined_symbol"},
+    {Kind::kSignal, "signal"},
+    {Kind::kExitCode, "exit_code"},
+    {Kind::kHungCollective, "hung_collective"},
+    {Kind::kCollectiveMismatch, "collective_mismatch"},
+    {Kind::kRendezvousFailure, "rendezvous_failure"},
+    {Kind::kShutdownHang, "shutdown_hang"},
+    {Kind::kLauncherError, "launcher_error"},
+    {Kind::kOom, "oom"},
+    {Kind::kTimeout, "timeout"},
+    {Kind::kSeedMismatch, "seed_mismatch"},
+    {Kind::kUnshardedData, "unsharded_data"},
+    {Kind::kUnsyncedMetrics, "unsynced_metrics"},
+    {Kind::kConcurrentWrites, "concurrent_writes"},
+    {Kind::kStraggler, "straggler"},
+    {Kind::kNoPgDestroy, "no_pg_destroy"},
+    {Kind::kUnknown, "unknown"},
+}};
+
+constexpr std::array<std::pair<RankRole, const char*>, 5> kRoles{{
+    {RankRole::kRootCause, "root_cause"},
+    {RankRole::kCollateral, "collateral"},
+    {RankRole::kClean, "clean"},
+    {RankRole::kKilledByTeardown, "killed_by_teardown"},
+    {RankRole::kSurvivor, "survivor"},
+}};
+
+constexpr std::array<std::pair<Verdict, const char*>, 8> kVerdicts{{
+    {Verdict::kPass, "pass"},
+    {Verdict::kFail, "fail"},
+    {Verdict::kUnresolved, "unresolved"},
+    {Verdict::kUnsupported, "unsupported"},
+    {Verdict::kDiagnosed, "diagnosed"},
+    {Verdict::kClean, "clean"},
+    {Verdict::kIncomplete, "incomplete"},
+    {Verdict::kError, "error"},
+}};
+
+constexpr std::array<std::pair<Escalation, const char*>, 3> kEscalations{{
+    {Escalation::kNone, "none"},
+    {Escalation::kSigterm, "sigterm"},
+    {Escalation::kSigkill, "sigkill"},
+}};
+
+template <class E, size_t N>
+std::string nameOf(const std::array<std::pair<E, const char*>, N>& table, E value) {
+  for (const auto& [v, name] : table) {
+    if (v == value) return name;
+  }
+  return "unknown";
+}
+
+template <class E, size_t N>
+std::optional<E> valueOf(const std::array<std::pair<E, const char*>, N>& table, const std::string& name) {
+  for (const auto& [v, n] : table) {
+    if (name == n) return v;
+  }
+  return std::nullopt;
+}
+
+template <class T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json toJson(const RootCause& rc) {
+  json layers = json::array();
+  for (const auto& l : rc.layers) layers.push_back({{"layer", l.layer}, {"text", l.text}});
+  return {
+      {"kind", kindName(rc.kind)},
+      {"rank", opt(rc.rank)},
+      {"summary", rc.summary},
+      {"exception_type", opt(rc.exception_type)},
+      {"message", opt(rc.message)},
+      {"location", rc.location ? json{{"file", rc.location->file}, {"line", rc.location->line}} : json(nullptr)},
+      {"symbol", opt(rc.symbol)},
+      {"signal", opt(rc.signal)},
+      {"exit_code", opt(rc.exit_code)},
+      {"collective", rc.collective ? json{{"op", rc.collective->op}, {"seq", rc.collective->seq}} : json(nullptr)},
+      {"waiting_ranks", rc.waiting_ranks},
+      {"missing_ranks", rc.missing_ranks},
+      {"layers", layers},
+  };
+}
+
+// Reading: a small cursor that remembers the path, so an error names the field.
+class Reader {
+ public:
+  Reader(const json& j, std::string path) : j_(j), path_(std::move(path)) {}
+
+  const json* field(const char* key, bool required = true) {
+    if (!j_.is_object()) return bad("an object");
+    auto it = j_.find(key);
+    if (it == j_.end()) {
+      if (required && !error_) error_ = Error{ErrorCode::kBadInput, "missing field", path_ + "." + key};
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  template <class T>
+  void get(const char* key, T& out, bool required = true) {
+    const json* v = field(key, required);
+    if (!v) return;
+    try {
+      out = v->get<T>();
+    } catch (const json::exception& e) {
+      if (!error_) error_ = Error{ErrorCode::kBadInput, std::string("wrong type: ") + e.what(), path_ + "." + key};
+    }
+  }
+
+  template <class T>
+  void getOpt(const char* key, std::optional<T>& out) {
+    const json* v = field(key, false);
+    if (!v || v->is_null()) return;
+    T value{};
+    get(key, value);
+    out = value;
+  }
+
+  template <class E, size_t N>
+  void getEnum(const char* key, const std::array<std::pair<E, const char*>, N>& table, E& out) {
+    std::string name;
+    get(key, name);
+    if (error_ || !field(key, false)) return;
+    auto v = valueOf(table, name);
+    if (!v) {
+      error_ = Error{ErrorCode::kBadInput, "unknown value '" + name + "'", path_ + "." + key};
+      return;
+    }
+    out = *v;
+  }
+
+  const std::optional<Error>& error() const { return error_; }
+  void adopt(const std::optional<Error>& e) {
+    if (e && !error_) error_ = e;
+  }
+
+ private:
+  const json* bad(const char* what) {
+    if (!error_) error_ = Error{ErrorCode::kBadInput, std::string("expected ") + what, path_};
+    return nullptr;
+  }
+  const json& j_;
+  std::string path_;
+  std::optional<Error> error_;
+};
+
+std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
+  if (j.is_null()) return std::nullopt;
+  RootCause rc;
+  Reader r(j, "root_cause");
+  r.getEnum("kind", kKinds, rc.kind);
+  r.getOpt("rank", rc.rank);
+  r.get("summary", rc.summary);
+  r.getOpt("exception_type", rc.exception_type);
+  r.getOpt("message", rc.message);
+  r.getOpt("symbol", rc.symbol);
+  r.getOpt("signal", rc.signal);
+  r.getOpt("exit_code", rc.exit_code);
+  if (const json* loc = r.field("location", false); loc && !loc->is_null()) {
+    Reader lr(*loc, "root_cause.location");
+    Location l;
+    lr.get("file", l.file);
+    lr.get("line", l.line);
+    r.adopt(lr.error());
+    rc.location = l;
+  }
+  if (const json* c = r.field("collective", false); c && !c->is_null()) {
+    Reader cr(*c, "root_cause.collective");
+    CollectiveRef ref;
+    cr.get("op", ref.op);
+    cr.get("seq", ref.seq);
+    r.adopt(cr.error());
+    rc.collective = ref;
+  }
+  r.get("waiting_ranks", rc.waiting_ranks, false);
+  r.get("missing_ranks", rc.missing_ranks, false);
+  if (const json* ls = r.field("layers", false); ls && ls->is_array()) {
+    for (const auto& l : *ls) {
+      Reader lr(l, "root_cause.layers[]");
+      Layer layer;
+      lr.get("layer", layer.layer);
+      lr.get("text", layer.text);
+      r.adopt(lr.error());
+      rc.layers.push_back(layer);
+    }
+  }
+  parent.adopt(r.error());
+  return rc;
+}
+
+}  // namespace
+
+std::string kindName(Kind k) { return nameOf(kKinds, k); }
+std::optional<Kind> kindFromName(const std::string& name) { return valueOf(kKinds, name); }
+std::string roleName(RankRole r) { return nameOf(kRoles, r); }
+std::optional<RankRole> roleFromName(const std::string& name) { return valueOf(kRoles, name); }
+std::string verdictName(Verdict v) { return nameOf(kVerdicts, v); }
+std::optional<Verdict> verdictFromName(const std::string& name) { return valueOf(kVerdicts, name); }
+bool verdictIsFailure(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean; }
+std::string escalationName(Escalation e) { return nameOf(kEscalations, e); }
+std::optional<Escalation> escalationFromName(const std::string& name) { return valueOf(kEscalations, name); }
+
+json toJson(const Report& r) {
+  json ranks = json::array();
+  for (const auto& rk : r.ranks) {
+    ranks.push_back({{"rank", rk.rank},
+                     {"pid", opt(rk.pid)},
+                     {"exit_code", opt(rk.exit_code)},
+                     {"signal", opt(rk.signal)},
+                     {"role", roleName(rk.role)},
+                     {"diagnosis", rk.diagnosis},
+                     {"stderr_tail", rk.stderr_tail}});
+  }
+  json findings = json::array();
+  for (const auto& f : r.findings) {
+    findings.push_back({{"kind", kindName(f.kind)},
+                        {"ranks", f.ranks},
+                        {"severity", f.severity},
+                        {"summary", f.summary},
+                        {"evidence", f.evidence}});
+  }
+  json survivors = json::array();
+  for (const auto& s : r.teardown.survivors) survivors.push_back({{"pid", s.pid}, {"cmdline", s.cmdline}});
+  json expectations = json::array();
+  for (const auto& e : r.expectations) {
+    expectations.push_back({{"what", e.what}, {"expected", e.expected}, {"actual", e.actual}, {"ok", e.ok}});
+  }
+  json timeline = json::array();
+  for (const auto& t : r.timeline) timeline.push_back({{"t_ms", t.t_ms}, {"rank", opt(t.rank)}, {"what", t.what}});
+
+  json out = json::object();
+  // Extra fields first, so the contract's fields always win a name clash.
+  for (auto it = r.extra.begin(); it != r.extra.end(); ++it) out[it.key()] = it.value();
+  out["schema"] = kReportSchema;
+  out["scenario"] = r.scenario ? json{{"name", r.scenario->name}, {"file", r.scenario->file}} : json(nullptr);
+  out["stack"] = {{"launcher", r.stack.launcher}, {"command", r.stack.command}, {"world_size", r.stack.world_size}};
+  out["launcher"] = {{"exit_code", opt(r.launcher.exit_code)}, {"signal", opt(r.launcher.signal)}};
+  out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
+  out["ranks"] = ranks;
+  out["findings"] = findings;
+  out["teardown"] = {{"clean", r.teardown.clean},
+                     {"duration_ms", r.teardown.duration_ms},
+                     {"escalation", escalationName(r.teardown.escalation)},
+                     {"survivors", survivors},
+                     {"leaks", r.teardown.leaks}};
+  out["expectations"] = expectations;
+  out["verdict"] = verdictName(r.verdict);
+  out["timeline"] = timeline;
+  out["harness"] = {{"version", r.harness.version}, {"wall_ms", r.harness.wall_ms}};
+  return out;
+}
+
+Result<Report> reportFromJson(const json& j) {
+  Report r;
+  Reader top(j, "report");
+  std::string schema;
+  top.get("schema", schema);
+  if (!top.error() && schema != kReportSchema) {
+    return fail(ErrorCode::kBadInput, "unsupported schema '" + schema + "', expected " + kReportSchema, "report.schema");
+  }
+  if (const json* s = top.field("scenario", false); s && !s->is_null()) {
+    Reader sr(*s, "report.scenario");
+    ScenarioRef ref;
+    sr.get("name", ref.name);
+    sr.get("file", ref.file);
+    top.adopt(sr.error());
+    r.scenario = ref;
+  }
+  if (const json* s = top.field("stack")) {
+    Reader sr(*s, "report.stack");
+    sr.get("launcher", r.stack.launcher);
+    sr.get("command", r.stack.command);
+    sr.get("world_size", r.stack.world_size);
+    top.adopt(sr.error());
+  }
+  if (const json* l = top.field("launcher", false); l && !l->is_null()) {
+    Reader lr(*l, "report.launcher");
+    lr.getOpt("exit_code", r.launcher.exit_code);
+    lr.getOpt("signal", r.launcher.signal);
+    top.adopt(lr.error());
+  }
+  if (const json* rc = top.field("root_cause", false)) r.root_cause = readRootCause(*rc, top);
+  if (const json* ranks = top.field("ranks"); ranks && ranks->is_array()) {
+    for (const auto& rk : *ranks) {
+      Reader rr(rk, "report.ranks[]");
+      RankReport out;
+      rr.get("rank", out.rank);
+      rr.getOpt("pid", out.pid);
+      rr.getOpt("exit_code", out.exit_code);
+      rr.getOpt("signal", out.signal);
+      rr.getEnum("role", kRoles, out.role);
+      rr.get("diagnosis", out.diagnosis, false);
+      rr.get("stderr_tail", out.stderr_tail, false);
+      top.adopt(rr.error());
+      r.ranks.push_back(std::move(out));
+    }
+  }
+  if (const json* fs = top.field("findings", false); fs && fs->is_array()) {
+    for (const auto& f : *fs) {
+      Reader fr(f, "report.findings[]");
+      Finding out;
+      fr.getEnum("kind", kKinds, out.kind);
+      fr.get("ranks", out.ranks);
+      fr.get("severity", out.severity);
+      fr.get("summary", out.summary);
+      fr.get("evidence", out.evidence, false);
+      top.adopt(fr.error());
+      r.findings.push_back(std::move(out));
+    }
+  }
+  if (const json* t = top.field("teardown", false); t && !t->is_null()) {
+    Reader tr(*t, "report.teardown");
+    tr.get("clean", r.teardown.clean);
+    tr.get("duration_ms", r.teardown.duration_ms);
+    tr.getEnum("escalation", kEscalations, r.teardown.escalation);
+    if (const json* ss = tr.field("survivors", false); ss && ss->is_array()) {
+      for (const auto& s : *ss) {
+        Reader sr(s, "report.teardown.survivors[]");
+        Survivor sv;
+        sr.get("pid", sv.pid);
+        sr.get("cmdline", sv.cmdline);
+        tr.adopt(sr.error());
+        r.teardown.survivors.push_back(sv);
+      }
+    }
+    tr.get("leaks", r.teardown.leaks, false);
+    top.adopt(tr.error());
+  }
+  if (const json* es = top.field("expectations", false); es && es->is_array()) {
+    for (const auto& e : *es) {
+      Reader er(e, "report.expectations[]");
+      Expectation out;
+      er.get("what", out.what);
+      if (const json* v = er.field("expected", false)) out.expected = *v;
+      if (const json* v = er.field("actual", false)) out.actual = *v;
+      er.get("ok", out.ok);
+      top.adopt(er.error());
+      r.expectations.push_back(std::move(out));
+    }
+  }
+  top.getEnum("verdict", kVerdicts, r.verdict);
+  if (const json* ts = top.field("timeline", false); ts && ts->is_array()) {
+    for (const auto& t : *ts) {
+      Reader tr(t, "report.timeline[]");
+      TimelineEntry out;
+      tr.get("t_ms", out.t_ms);
+      tr.getOpt("rank", out.rank);
+      tr.get("what", out.what);
+      top.adopt(tr.error());
+      r.timeline.push_back(std::move(out));
+    }
+  }
+  if (const json* h = top.field("harness", false); h && !h->is_null()) {
+    Reader hr(*h, "report.harness");
+    hr.get("version", r.harness.version);
+    hr.get("wall_ms", r.harness.wall_ms);
+    top.adopt(hr.error());
+  }
+  if (top.error()) return tl::unexpected(*top.error());
+  static const char* kKnown[] = {"schema", "scenario", "stack", "launcher", "root_cause", "ranks", "findings",
+                                 "teardown", "expectations", "verdict", "timeline", "harness"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    bool known = false;
+    for (const char* k : kKnown) known = known || it.key() == k;
+    if (!known) r.extra[it.key()] = it.value();
+  }
+  return r;
+}
+
+Result<Report> readReport(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return fail(ErrorCode::kIo, std::string("cannot open: ") + std::strerror(errno), path);
+  try {
+    return reportFromJson(json::parse(in));
+  } catch (const json::exception& e) {
+    return fail(ErrorCode::kBadInput, std::string("not valid JSON: ") + e.what(), path);
+  }
+}
+
+Result<void> writeReport(const Report& r, const std::string& path) {
+  // Non-UTF-8 bytes from rank output are replaced, never a reason to lose the report.
+  const std::string text = toJson(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), tmp);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return fail(ErrorCode::kIo, std::string("write failed: ") + std::strerror(err), tmp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return fail(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(err), path);
+  }
+  return {};
+}
+
+}  // namespace faultline

@@ -1,0 +1,86 @@
+// report.json: every contract field survives a round trip; bad input names the field.
+#include "harness/model/report.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline {
+namespace {
+
+Report sampleReport() {
+  Report r;
+  r.scenario = ScenarioRef{"hung-collective", "scenarios/hung.toml"};
+  r.stack = {"builtin", {"faultline-trainer", "--steps", "5"}, 4};
+  r.launcher.exit_code = 1;
+  RootCause rc;
+  rc.kind = Kind::kHungCollective;
+  rc.rank = 1;
+  rc.summary = "rank 1 never entered allreduce #7";
+  rc.collective = CollectiveRef{"allreduce", 7};
+  rc.waiting_ranks = {0, 2, 3};
+  rc.missing_ranks = {1};
+  rc.location = Location{"train.py", 42};
+  rc.layers = {{"launcher", "ChildFailedError"}, {"process", "rank 1 killed by SIGTERM"}};
+  r.root_cause = rc;
+  r.ranks.push_back({0, 100, std::nullopt, std::string("SIGTERM"), RankRole::kKilledByTeardown, "waited", "tail"});
+  r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms"});
+  r.teardown = {true, 120, Escalation::kSigterm, {{42, "sleep 100"}}, {"/dev/shm/x"}};
+  r.expectations.push_back({"root_cause.rank", 1, 1, true});
+  r.verdict = Verdict::kPass;
+  r.timeline.push_back({1.5, 1, "fault hung_collective"});
+  r.harness = {"0.1.0", 900};
+  r.extra["containment"] = "cgroup";
+  return r;
+}
+
+TEST(Report, RoundTripKeepsEveryField) {
+  const auto j = toJson(sampleReport());
+  EXPECT_EQ(j["schema"], "faultline.report/1");
+  EXPECT_EQ(j["root_cause"]["kind"], "hung_collective");
+  EXPECT_EQ(j["ranks"][0]["role"], "killed_by_teardown");
+  EXPECT_EQ(j["teardown"]["escalation"], "sigterm");
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value()) << back.error().str();
+  EXPECT_EQ(toJson(*back), j);
+}
+
+TEST(Report, NullRootCauseAndEmptyFindings) {
+  Report r;
+  r.verdict = Verdict::kClean;
+  auto j = toJson(r);
+  EXPECT_TRUE(j["root_cause"].is_null());
+  EXPECT_TRUE(j["findings"].empty());
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->root_cause.has_value());
+}
+
+TEST(Report, BadInputNamesTheField) {
+  auto j = toJson(sampleReport());
+  j["ranks"][0]["role"] = "boss";
+  auto r = reportFromJson(j);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().context, "report.ranks[].role");
+  EXPECT_NE(r.error().message.find("boss"), std::string::npos);
+
+  j = toJson(sampleReport());
+  j["teardown"]["duration_ms"] = "fast";
+  r = reportFromJson(j);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().context, "report.teardown.duration_ms");
+
+  j = toJson(sampleReport());
+  j["schema"] = "faultline.report/9";
+  EXPECT_FALSE(reportFromJson(j).has_value());
+}
+
+TEST(Report, VerdictFailureFlags) {
+  EXPECT_FALSE(verdictIsFailure(Verdict::kPass));
+  EXPECT_FALSE(verdictIsFailure(Verdict::kClean));
+  EXPECT_TRUE(verdictIsFailure(Verdict::kUnresolved));
+  EXPECT_TRUE(verdictIsFailure(Verdict::kDiagnosed));
+  EXPECT_EQ(kindFromName("no_pg_destroy"), Kind::kNoPgDestroy);
+  EXPECT_EQ(kindFromName("nope"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace faultline
