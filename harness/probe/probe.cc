@@ -262,12 +262,13 @@ void emitError(const char* kind, const char* type, const char* message, const ch
   emit(b);
 }
 
-void reportWithBacktrace(const char* kind, const char* type, const char* message, int skip) {
+void reportWithBacktrace(const char* kind, const char* type, const char* message, const char* file, int line,
+                         int skip) {
   static char frames[48][256];
   int n = captureFrames(frames, 48, skip);
   const char* ptrs[48];
   for (int i = 0; i < n; ++i) ptrs[i] = frames[i];
-  emitError(kind, type, message, nullptr, 0, ptrs, static_cast<size_t>(n));
+  emitError(kind, type, message, file, line, ptrs, static_cast<size_t>(n));
 }
 
 const char* signalMessage(int sig, const siginfo_t* info, char* buf, size_t cap) {
@@ -296,7 +297,7 @@ void onFatalSignal(int sig, siginfo_t* info, void*) {
   // After a terminate handler reported the exception, its abort() adds nothing.
   if (!g_error_reported.exchange(true)) {
     char msg[128];
-    reportWithBacktrace("signal", signalType(sig), signalMessage(sig, info, msg, sizeof msg), 2);
+    reportWithBacktrace("signal", signalType(sig), signalMessage(sig, info, msg, sizeof msg), nullptr, 0, 2);
   }
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -310,6 +311,30 @@ void onFatalSignal(int sig, siginfo_t* info, void*) {
 }
 
 std::terminate_handler g_previous_terminate = nullptr;
+
+// Where a LibTorch/Gloo exception says it was raised: c10::Error's
+// "Exception raised from F at FILE:LINE" or an enforce's "[enforce fail at FILE:LINE]".
+bool sourceLocation(const std::string& what, std::string& file, int& line) {
+  size_t start = std::string::npos, end = std::string::npos;
+  if (size_t p = what.find("Exception raised from "); p != std::string::npos) {
+    start = what.find(" at ", p);
+    if (start != std::string::npos) start += 4;
+    end = what.find_first_of(" \n", start);
+  } else if (size_t q = what.find("[enforce fail at "); q != std::string::npos) {
+    start = q + 17;
+    end = what.find(']', start);
+  }
+  if (start == std::string::npos || end == std::string::npos) return false;
+  const std::string loc = what.substr(start, end - start);
+  const size_t colon = loc.rfind(':');
+  if (colon == std::string::npos || colon + 1 >= loc.size()) return false;
+  char* tail = nullptr;
+  long l = std::strtol(loc.c_str() + colon + 1, &tail, 10);
+  if (l <= 0 || (*tail != '\0' && *tail != ']')) return false;
+  file = loc.substr(0, colon);
+  line = static_cast<int>(l);
+  return true;
+}
 
 void onTerminate() {
   if (!g_error_reported.exchange(true)) {
@@ -330,7 +355,10 @@ void onTerminate() {
         what = "non-std exception";
       }
     }
-    reportWithBacktrace("cpp_exception", type.c_str(), what.c_str(), 2);
+    std::string file;
+    int line = 0;
+    sourceLocation(what, file, line);
+    reportWithBacktrace("cpp_exception", type.c_str(), what.c_str(), file.empty() ? nullptr : file.c_str(), line, 2);
   }
   if (g_previous_terminate) g_previous_terminate();
   std::abort();

@@ -17,6 +17,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+[[noreturn]] void throwC10Like() {
+  throw std::runtime_error(
+      "mat1 and mat2 shapes cannot be multiplied (32x4 and 5x4)\nException raised from meta at "
+      "./aten/src/ATen/native/LinearAlgebra.cpp:73 (most recent call first):\nframe #0: ...");
+}
+
 // Outside the anonymous namespace and exported (ENABLE_EXPORTS), so dladdr names it.
 [[noreturn]] void throwUncaught() { throw std::runtime_error("checkpoint shape mismatch"); }
 
@@ -223,6 +229,20 @@ TEST(ProbeCrash, UncaughtExceptionNamesTypeAndWhatOnce) {
   bool sawThrower = false;
   for (const auto& f : ev[0]["stack"]) sawThrower |= f.get<std::string>().find("throwUncaught") != std::string::npos;
   EXPECT_TRUE(sawThrower) << ev[0]["stack"].dump();
+}
+
+TEST(ProbeCrash, ExceptionSourceLocationIsExtracted) {
+  auto dir = freshDir("c10loc");
+  auto events = dir / "events.jsonl";
+  inChild(events, "0", [] {
+    fl_probe_install_crash_handlers();
+    std::thread t([] { throwC10Like(); });  // outside gtest's own try block
+    t.join();
+  });
+  auto ev = readEvents(events);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["file"], "./aten/src/ATen/native/LinearAlgebra.cpp");
+  EXPECT_EQ(ev[0]["line"], 73);
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// What fault the trainer injects, where and when: parsed from --fault flags or
+// FAULTLINE_FAULT=KIND:rank=R:step=S[:arg=X]. No LibTorch.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <tl/expected.hpp>
+
+namespace faultline::trainer {
+
+enum class FaultKind {
+  kNone, kUndefinedSymbol, kCppException, kExceptionInThread, kSegfault, kAbort, kSigkill, kExit,
+  kOom, kHungCollective, kCollectiveMismatch, kSeedMismatch, kUnshardedData, kUnsyncedMetrics,
+  kConcurrentWrites, kStraggler, kRendezvousFailure,
+};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::kNone;
+  int rank = -1;      // -1: every rank (faults that are code-level bugs, e.g. unsharded_data)
+  long step = 1;      // global step, counted from 1
+  std::string arg;    // variant or value; empty means the kind's default
+
+  bool targets(int r) const { return kind != FaultKind::kNone && (rank < 0 || rank == r); }
+  bool firesAt(int r, long s) const { return targets(r) && s == step; }
+};
+
+std::string_view faultKindName(FaultKind k);
+std::optional<FaultKind> faultKindFromName(std::string_view name);
+std::vector<std::string_view> faultKindNames();
+
+// "hung_collective:rank=1:step=3:arg=sleep". Errors name the bad part and what was expected.
+tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text);
+// Checks rank against the world size and the arg against the kind's variants.
+tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int world_size);
+
+}  // namespace faultline::trainer
