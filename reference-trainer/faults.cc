@@ -18,6 +18,9 @@
 #include "faultline/probe.h"
 
 namespace faultline::trainer {
+
+using probe::faultKindName;
+
 namespace {
 
 std::string executableDir() {

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <string>
 
-#include "reference-trainer/fault_spec.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::trainer {
+
+using probe::FaultSpec;
 
 // Writes the `fault` event and a stderr line, so the test record says what was injected.
 void announceFault(const FaultSpec& spec, long step, int rank);

@@ -13,6 +13,7 @@
 
 int main(int argc, char** argv) {
   using namespace faultline::trainer;
+  using faultline::probe::validateFaultSpec;
   fl_probe_install_crash_handlers();
   const char* fault_env = std::getenv("FAULTLINE_FAULT");
   auto options = parseOptions(std::vector<std::string>(argv + 1, argv + argc), fault_env ? fault_env : "");

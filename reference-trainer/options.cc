@@ -7,6 +7,9 @@
 #include <sstream>
 
 namespace faultline::trainer {
+
+using probe::parseFaultSpec;
+
 namespace {
 
 template <class T>

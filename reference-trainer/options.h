@@ -6,9 +6,12 @@
 
 #include <tl/expected.hpp>
 
-#include "reference-trainer/fault_spec.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::trainer {
+
+using probe::FaultKind;
+using probe::FaultSpec;
 
 struct Options {
   long steps = 20;          // total optimizer steps across epochs

@@ -6,13 +6,15 @@
 #include <gtest/gtest.h>
 
 #include "reference-trainer/bucketing.h"
-#include "reference-trainer/fault_spec.h"
+#include "harness/probe/fault_spec.h"
 #include "reference-trainer/options.h"
 #include "reference-trainer/rank_env.h"
 #include "reference-trainer/sampler.h"
 
 namespace faultline::trainer {
 namespace {
+
+using namespace faultline::probe;
 
 TEST(Sampler, ShardsAreDisjointAndComplete) {
   for (int world : {1, 2, 3, 4, 8}) {

@@ -1,11 +1,11 @@
 // Fault specifications: names, parsing and validation.
-#include "reference-trainer/fault_spec.h"
+#include "harness/probe/fault_spec.h"
 
 #include <array>
 #include <charconv>
 #include <utility>
 
-namespace faultline::trainer {
+namespace faultline::probe {
 namespace {
 
 constexpr std::array<std::pair<FaultKind, std::string_view>, 17> kNames{{
@@ -146,4 +146,4 @@ tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int wor
   }
 }
 
-}  // namespace faultline::trainer
+}  // namespace faultline::probe

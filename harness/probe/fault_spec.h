@@ -1,5 +1,7 @@
-// What fault the trainer injects, where and when: parsed from --fault flags or
-// FAULTLINE_FAULT=KIND:rank=R:step=S[:arg=X]. No LibTorch.
+// What fault a rank injects, where and when: parsed from a trainer's --fault
+// flags or FAULTLINE_FAULT=KIND:rank=R:step=S[:arg=X]. Shared by the trainer
+// (which injects) and the scenario parser (which validates), so both know the
+// same kinds. No LibTorch.
 #pragma once
 
 #include <optional>
@@ -9,7 +11,7 @@
 
 #include <tl/expected.hpp>
 
-namespace faultline::trainer {
+namespace faultline::probe {
 
 enum class FaultKind {
   kNone, kUndefinedSymbol, kCppException, kExceptionInThread, kSegfault, kAbort, kSigkill, kExit,
@@ -36,4 +38,4 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text);
 // Checks rank against the world size and the arg against the kind's variants.
 tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int world_size);
 
-}  // namespace faultline::trainer
+}  // namespace faultline::probe
