@@ -246,7 +246,9 @@ json toJson(const Report& r) {
   for (const auto& s : r.teardown.survivors) survivors.push_back({{"pid", s.pid}, {"cmdline", s.cmdline}});
   json expectations = json::array();
   for (const auto& e : r.expectations) {
-    expectations.push_back({{"what", e.what}, {"expected", e.expected}, {"actual", e.actual}, {"ok", e.ok}});
+    json item = {{"what", e.what}, {"expected", e.expected}, {"actual", e.actual}, {"ok", e.ok}, {"status", e.status}};
+    if (!e.reason.empty()) item["reason"] = e.reason;
+    expectations.push_back(std::move(item));
   }
   json timeline = json::array();
   for (const auto& t : r.timeline) timeline.push_back({{"t_ms", t.t_ms}, {"rank", opt(t.rank)}, {"what", t.what}});
@@ -357,6 +359,9 @@ Result<Report> reportFromJson(const json& j) {
       if (const json* v = er.field("expected", false)) out.expected = *v;
       if (const json* v = er.field("actual", false)) out.actual = *v;
       er.get("ok", out.ok);
+      out.status = out.ok ? "pass" : "fail";
+      er.get("status", out.status, false);
+      er.get("reason", out.reason, false);
       top.adopt(er.error());
       r.expectations.push_back(std::move(out));
     }

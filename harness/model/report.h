@@ -122,6 +122,10 @@ struct Expectation {
   nlohmann::json expected;
   nlohmann::json actual;
   bool ok = false;
+  // Beyond the contract's four fields: pass | fail | unresolved, and why an
+  // expectation could not be evaluated (never counted as a pass).
+  std::string status = "fail";
+  std::string reason;
 };
 
 struct TimelineEntry {

@@ -24,7 +24,7 @@ Report sampleReport() {
   r.ranks.push_back({0, 100, std::nullopt, std::string("SIGTERM"), RankRole::kKilledByTeardown, "waited", "tail"});
   r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms"});
   r.teardown = {true, 120, Escalation::kSigterm, {{42, "sleep 100"}}, {"/dev/shm/x"}};
-  r.expectations.push_back({"root_cause.rank", 1, 1, true});
+  r.expectations.push_back({"root_cause.rank", 1, 1, true, "pass", ""});
   r.verdict = Verdict::kPass;
   r.timeline.push_back({1.5, 1, "fault hung_collective"});
   r.harness = {"0.1.0", 900};

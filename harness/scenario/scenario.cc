@@ -1,0 +1,367 @@
+// Strict TOML -> Scenario. Every error names file:line:col and what was expected.
+#include "harness/scenario/scenario.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <toml++/toml.h>
+
+#include "harness/probe/fault_spec.h"
+
+namespace faultline::scenario {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::set<std::string> kLaunchers = {"builtin", "torchrun", "launch", "spawn", "external"};
+const std::set<std::string> kTrainers = {"reference", "command"};
+
+// Collects the first error; later checks are skipped once one is found.
+class Checker {
+ public:
+  explicit Checker(std::string file) : file_(std::move(file)) {}
+
+  SourcePos pos(const toml::source_region& r) const {
+    return SourcePos{file_, static_cast<int>(r.begin.line), static_cast<int>(r.begin.column)};
+  }
+  void error(const toml::source_region& where, const std::string& what) {
+    if (!error_) error_ = Error{ErrorCode::kBadInput, pos(where).str() + ": " + what, file_};
+  }
+  bool failed() const { return error_.has_value(); }
+  const Error& err() const { return *error_; }
+
+  // Rejects keys outside `allowed`, naming the ones that are allowed.
+  void onlyKeys(const toml::table& t, std::initializer_list<const char*> allowed, const std::string& where) {
+    for (auto&& [key, node] : t) {
+      bool ok = false;
+      for (const char* a : allowed) ok = ok || key.str() == a;
+      if (!ok) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        error(key.source(), "unknown key '" + std::string(key.str()) + "' in " + where + ", expected one of: " + list);
+      }
+    }
+  }
+
+  std::optional<std::string> str(const toml::table& t, const char* key, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (auto s = n->as_string()) return s->get();
+    error(n->source(), where + "." + key + ": expected a string, got " + typeName(*n));
+    return std::nullopt;
+  }
+  std::optional<int64_t> integer(const toml::table& t, const char* key, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (auto i = n->as_integer()) return i->get();
+    error(n->source(), where + "." + key + ": expected an integer, got " + typeName(*n));
+    return std::nullopt;
+  }
+  std::optional<double> number(const toml::table& t, const char* key, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (auto i = n->as_integer()) return static_cast<double>(i->get());
+    if (auto f = n->as_floating_point()) return f->get();
+    error(n->source(), where + "." + key + ": expected a number, got " + typeName(*n));
+    return std::nullopt;
+  }
+  std::optional<std::vector<std::string>> strings(const toml::table& t, const char* key, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    const toml::array* a = n->as_array();
+    if (!a) {
+      error(n->source(), where + "." + key + ": expected an array of strings, got " + typeName(*n));
+      return std::nullopt;
+    }
+    std::vector<std::string> out;
+    for (const auto& e : *a) {
+      if (auto s = e.as_string()) {
+        out.push_back(s->get());
+      } else {
+        error(e.source(), where + "." + key + ": expected an array of strings, found " + typeName(e));
+        return std::nullopt;
+      }
+    }
+    return out;
+  }
+  const toml::table* table(const toml::table& t, const char* key) {
+    const toml::node* n = t.get(key);
+    if (!n) return nullptr;
+    if (auto tt = n->as_table()) return tt;
+    error(n->source(), std::string("[") + key + "]: expected a table, got " + typeName(*n));
+    return nullptr;
+  }
+
+  static std::string typeName(const toml::node& n) {
+    switch (n.type()) {
+      case toml::node_type::string: return "a string";
+      case toml::node_type::integer: return "an integer";
+      case toml::node_type::floating_point: return "a float";
+      case toml::node_type::boolean: return "a boolean";
+      case toml::node_type::array: return "an array";
+      case toml::node_type::table: return "a table";
+      default: return "a date/time";
+    }
+  }
+
+ private:
+  std::string file_;
+  std::optional<Error> error_;
+};
+
+json toJson(const toml::node& n) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return i->get();
+  if (auto f = n.as_floating_point()) return f->get();
+  if (auto b = n.as_boolean()) return b->get();
+  if (auto a = n.as_array()) {
+    json out = json::array();
+    for (const auto& e : *a) out.push_back(toJson(e));
+    return out;
+  }
+  if (auto t = n.as_table()) {
+    json out = json::object();
+    for (auto&& [k, v] : *t) out[std::string(k.str())] = toJson(v);
+    return out;
+  }
+  return nullptr;
+}
+
+void parseStack(Checker& c, const toml::table& t, Stack& s) {
+  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks"}, "[stack]");
+  if (auto v = c.str(t, "launcher", "stack")) {
+    if (!kLaunchers.count(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected builtin, torchrun, launch, spawn or external");
+    s.launcher = *v;
+  }
+  if (auto v = c.str(t, "trainer", "stack")) {
+    if (!kTrainers.count(*v)) c.error(t.get("trainer")->source(), "stack.trainer: unknown trainer '" + *v + "', expected reference or command");
+    s.trainer = *v;
+  }
+  if (auto v = c.strings(t, "command", "stack")) s.command = *v;
+  if (auto v = c.strings(t, "args", "stack")) s.args = *v;
+  if (auto v = c.strings(t, "launcher_args", "stack")) s.launcher_args = *v;
+  if (auto v = c.strings(t, "stacks", "stack")) {
+    for (const auto& name : *v) {
+      if (!kLaunchers.count(name)) c.error(t.get("stacks")->source(), "stack.stacks: unknown launcher '" + name + "', expected builtin, torchrun, launch, spawn or external");
+    }
+    s.stacks = *v;
+  }
+  if (auto v = c.integer(t, "world_size", "stack")) {
+    if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");
+    s.world_size = static_cast<int>(*v);
+  }
+  if (s.trainer == "command" && s.command.empty() && !c.failed()) {
+    c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");
+  }
+  if (s.launcher == "external" && s.command.empty() && !c.failed()) {
+    c.error(t.source(), "[stack]: launcher = \"external\" needs command = [\"launcher\", ...]");
+  }
+}
+
+void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
+  c.onlyKeys(t, {"kind", "rank", "step", "arg"}, "[fault]");
+  auto kind = c.str(t, "kind", "fault");
+  if (!kind && !c.failed()) c.error(t.source(), "[fault]: missing key 'kind'");
+  if (kind) {
+    if (!probe::faultKindFromName(*kind) || *kind == "none") {
+      std::string list;
+      for (auto n : probe::faultKindNames()) {
+        if (n != "none") list += (list.empty() ? "" : ", ") + std::string(n);
+      }
+      c.error(t.get("kind")->source(), "fault.kind: unknown fault kind '" + *kind + "', expected one of: " + list);
+    }
+    f.kind = *kind;
+  }
+  if (auto r = c.integer(t, "rank", "fault")) {
+    if (*r < 0 || *r >= stack.world_size) {
+      c.error(t.get("rank")->source(), "fault.rank: rank " + std::to_string(*r) + " is impossible with world_size " +
+                                           std::to_string(stack.world_size) + ", expected 0.." +
+                                           std::to_string(stack.world_size - 1));
+    }
+    f.rank = static_cast<int>(*r);
+  }
+  if (auto s = c.integer(t, "step", "fault")) {
+    if (*s < 1) c.error(t.get("step")->source(), "fault.step: " + std::to_string(*s) + " is impossible, expected a step >= 1");
+    f.step = static_cast<long>(*s);
+  }
+  if (const toml::node* a = t.get("arg")) {
+    if (auto s = a->as_string()) {
+      f.arg = s->get();
+    } else if (auto i = a->as_integer()) {
+      f.arg = std::to_string(i->get());
+    } else {
+      c.error(a->source(), "fault.arg: expected a string or an integer, got " + Checker::typeName(*a));
+    }
+  }
+  if (!c.failed() && kind) {
+    probe::FaultSpec spec{*probe::faultKindFromName(*kind), f.rank.value_or(-1), f.step, f.arg};
+    if (auto ok = probe::validateFaultSpec(spec, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
+  }
+}
+
+void parseLimits(Checker& c, const toml::table& t, Limits& l) {
+  c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s"}, "[limits]");
+  auto positive = [&](const char* key, double& out) {
+    if (auto v = c.number(t, key, "limits")) {
+      if (*v <= 0) c.error(t.get(key)->source(), std::string("limits.") + key + ": " + json(*v).dump() + " is impossible, expected a positive number of seconds");
+      out = *v;
+    }
+  };
+  positive("hang_timeout_s", l.hang_timeout_s);
+  positive("deadline_s", l.deadline_s);
+  positive("grace_s", l.grace_s);
+}
+
+void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
+  for (auto&& [key, node] : t) {
+    Expect e;
+    e.path = std::string(key.str());
+    e.pos = c.pos(key.source());
+    if (!isReportPath(e.path)) {
+      c.error(key.source(), "[expect]: unknown report path '" + e.path + "', expected a field of report.json such as root_cause.kind, ranks[1].role, findings.kind or teardown.duration_ms");
+      return;
+    }
+    if (const toml::table* m = node.as_table()) {
+      if (m->size() != 1) {
+        c.error(node.source(), "[expect] " + e.path + ": expected exactly one of { max = N }, { min = N }, { contains = V }");
+        return;
+      }
+      const auto first = m->begin();
+      const toml::key& mk = first->first;
+      const toml::node& mv = first->second;
+      const std::string op(mk.str());
+      if (op == "max" || op == "min") {
+        if (!mv.is_number()) {
+          c.error(mv.source(), "[expect] " + e.path + ": { " + op + " = ... } expects a number, got " + Checker::typeName(mv));
+          return;
+        }
+        e.op = op == "max" ? MatchOp::kMax : MatchOp::kMin;
+      } else if (op == "contains") {
+        e.op = MatchOp::kContains;
+      } else {
+        c.error(mk.source(), "[expect] " + e.path + ": unknown matcher '" + op + "', expected max, min or contains");
+        return;
+      }
+      e.value = toJson(mv);
+    } else if (auto s = node.as_string(); s && !s->get().empty() && s->get()[0] == '~') {
+      e.op = MatchOp::kRegex;
+      e.value = s->get().substr(1);
+      try {
+        std::regex check(e.value.get<std::string>());
+      } catch (const std::regex_error& err) {
+        c.error(node.source(), "[expect] " + e.path + ": bad regular expression '" + e.value.get<std::string>() + "': " + err.what());
+        return;
+      }
+    } else {
+      e.value = toJson(node);
+    }
+    out.push_back(std::move(e));
+  }
+  // toml++ tables are ordered by key; reports list expectations in file order.
+  std::stable_sort(out.begin(), out.end(), [](const Expect& a, const Expect& b) {
+    return std::tie(a.pos.line, a.pos.column) < std::tie(b.pos.line, b.pos.column);
+  });
+}
+
+}  // namespace
+
+std::string SourcePos::str() const {
+  return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+std::string Fault::spec() const {
+  std::string s = kind;
+  s += ":rank=" + (rank ? std::to_string(*rank) : std::string("all"));
+  s += ":step=" + std::to_string(step);
+  if (!arg.empty()) s += ":arg=" + arg;
+  return s;
+}
+
+json Expect::asWritten() const {
+  switch (op) {
+    case MatchOp::kRegex: return "~" + value.get<std::string>();
+    case MatchOp::kMax: return json{{"max", value}};
+    case MatchOp::kMin: return json{{"min", value}};
+    case MatchOp::kContains: return json{{"contains", value}};
+    default: return value;
+  }
+}
+
+bool Scenario::hasTag(const std::string& tag) const { return std::find(tags.begin(), tags.end(), tag) != tags.end(); }
+
+Result<Scenario> parseScenarioText(const std::string& text, const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse(text, path);
+  } catch (const toml::parse_error& e) {
+    const auto& b = e.source().begin;
+    return fail(ErrorCode::kBadInput,
+                path + ":" + std::to_string(b.line) + ":" + std::to_string(b.column) + ": " +
+                    std::string(e.description()),
+                path);
+  }
+  Checker c(path);
+  Scenario s;
+  s.file = path;
+  c.onlyKeys(root, {"name", "description", "tags", "stack", "fault", "limits", "expect"}, "the scenario");
+  if (auto v = c.str(root, "name", "scenario")) s.name = *v;
+  if (!c.failed() && s.name.empty()) c.error(root.source(), "missing key 'name', expected name = \"...\"");
+  if (auto v = c.str(root, "description", "scenario")) s.description = *v;
+  if (auto v = c.strings(root, "tags", "scenario")) s.tags = *v;
+  if (const toml::table* t = c.table(root, "stack"); t && !c.failed()) parseStack(c, *t, s.stack);
+  if (const toml::table* t = c.table(root, "fault"); t && !c.failed()) {
+    s.fault.emplace();
+    parseFault(c, *t, s.stack, *s.fault);
+  }
+  if (const toml::table* t = c.table(root, "limits"); t && !c.failed()) parseLimits(c, *t, s.limits);
+  if (const toml::table* t = c.table(root, "expect"); t && !c.failed()) parseExpect(c, *t, s.expect);
+  if (!c.failed() && s.expect.empty()) {
+    c.error(root.source(), "no [expect] entries: a scenario must say what the report should show");
+  }
+  if (c.failed()) return tl::unexpected(c.err());
+  return s;
+}
+
+Result<Scenario> parseScenarioFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(ErrorCode::kBadInput, path + ": cannot read the scenario file", path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parseScenarioText(ss.str(), path);
+}
+
+Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      for (const auto& entry : fs::recursive_directory_iterator(p)) {
+        if (entry.is_regular_file() && entry.path().extension() == ".toml") files.push_back(entry.path().string());
+      }
+    } else if (fs::exists(p, ec)) {
+      files.push_back(p);
+    } else {
+      return fail(ErrorCode::kBadInput, p + ": no such scenario file or directory", p);
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<Scenario> out;
+  std::set<std::string> names;
+  for (const auto& f : files) {
+    auto s = parseScenarioFile(f);
+    if (!s) return tl::unexpected(s.error());
+    if (!names.insert(s->name).second) {
+      return fail(ErrorCode::kBadInput, f + ":1:1: duplicate scenario name '" + s->name + "'", f);
+    }
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+}  // namespace faultline::scenario

@@ -1,0 +1,82 @@
+// A scenario (CONTRACT.md section 5): which stack to run, which fault to
+// inject, the limits, and what the report must say. Parsed strictly: anything
+// unknown or impossible is an error naming file:line:col.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/model/error.h"
+
+namespace faultline::scenario {
+
+struct SourcePos {
+  std::string file;
+  int line = 0;
+  int column = 0;
+  std::string str() const;  // "file:line:col"
+};
+
+struct Stack {
+  std::string launcher = "builtin";  // builtin | torchrun | launch | spawn | external
+  std::string trainer = "reference";  // reference | command
+  std::vector<std::string> command;   // the trainer command (trainer = "command") or the launcher command (external)
+  std::vector<std::string> args;      // extra trainer arguments
+  std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
+  int world_size = 2;
+  std::vector<std::string> stacks;    // launchers this scenario applies to; empty: its own only
+};
+
+struct Fault {
+  std::string kind;
+  std::optional<int> rank;  // absent: every rank (code-level bugs)
+  long step = 1;
+  std::string arg;
+  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X".
+  std::string spec() const;
+};
+
+struct Limits {
+  double hang_timeout_s = 10;
+  double deadline_s = 120;
+  double grace_s = 3;
+};
+
+enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains };
+
+struct Expect {
+  std::string path;      // into report.json: "root_cause.rank", "ranks[1].role", "findings.kind"
+  MatchOp op = MatchOp::kEquals;
+  nlohmann::json value;  // the expected value, regex (without "~"), bound, or element
+  SourcePos pos;
+  // What the scenario file said, for the report: "collateral", "~NameError", {"max": 3000}.
+  nlohmann::json asWritten() const;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::vector<std::string> tags;
+  std::string file;
+  Stack stack;
+  std::optional<Fault> fault;
+  Limits limits;
+  std::vector<Expect> expect;
+
+  bool hasTag(const std::string& tag) const;
+};
+
+// Parses one file. Errors are kBadInput with message "file:line:col: what, expected ...".
+Result<Scenario> parseScenarioFile(const std::string& path);
+Result<Scenario> parseScenarioText(const std::string& text, const std::string& path);
+
+// Every *.toml under each path (a file is taken as is), sorted, parsed; the first error stops.
+Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& paths);
+
+// Whether `path` names a field of report.json (CONTRACT.md section 4).
+bool isReportPath(const std::string& path);
+
+}  // namespace faultline::scenario

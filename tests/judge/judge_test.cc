@@ -1,0 +1,81 @@
+// The judge on hand-written reports: no processes.
+#include "harness/judge/judge.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline::judge {
+namespace {
+
+using nlohmann::json;
+
+const json kReport = json::parse(R"J({
+  "root_cause": {"kind": "python_exception", "rank": 1, "summary": "rank 1: NameError: name 'c' is not defined (train.py:42)",
+                 "location": {"file": "train.py", "line": 42}},
+  "ranks": [{"rank": 0, "role": "collateral"}, {"rank": 1, "role": "root_cause"}],
+  "findings": [{"kind": "straggler", "ranks": [2]}, {"kind": "no_pg_destroy", "ranks": [0, 1]}],
+  "teardown": {"clean": true, "duration_ms": 412},
+  "verdict": "diagnosed"
+})J");
+
+scenario::Expect ex(std::string path, scenario::MatchOp op, json value) {
+  scenario::Expect e;
+  e.path = std::move(path);
+  e.op = op;
+  e.value = std::move(value);
+  return e;
+}
+
+TEST(ResolvePath, FieldsIndicesAndProjection) {
+  EXPECT_EQ(resolvePath(kReport, "root_cause.rank"), 1);
+  EXPECT_EQ(resolvePath(kReport, "ranks[1].role"), "root_cause");
+  EXPECT_EQ(resolvePath(kReport, "ranks.role"), json({"collateral", "root_cause"}));
+  EXPECT_EQ(resolvePath(kReport, "findings.ranks"), json({2, 0, 1}));
+  EXPECT_TRUE(resolvePath(kReport, "ranks[5].role").is_null());
+  EXPECT_TRUE(resolvePath(json::parse(R"({"root_cause": null})"), "root_cause.kind").is_null());
+}
+
+TEST(Judge, Matchers) {
+  using scenario::MatchOp;
+  EXPECT_TRUE(judgeOne(ex("root_cause.kind", MatchOp::kEquals, "python_exception"), kReport).ok);
+  EXPECT_FALSE(judgeOne(ex("root_cause.rank", MatchOp::kEquals, 0), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause.rank", MatchOp::kEquals, 1.0), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause.summary", MatchOp::kRegex, "NameError.*train\\.py:42"), kReport).ok);
+  EXPECT_FALSE(judgeOne(ex("root_cause.summary", MatchOp::kRegex, "^rank 0"), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("teardown.duration_ms", MatchOp::kMax, 3000), kReport).ok);
+  EXPECT_FALSE(judgeOne(ex("teardown.duration_ms", MatchOp::kMax, 400), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("teardown.duration_ms", MatchOp::kMin, 400), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("findings.kind", MatchOp::kContains, "straggler"), kReport).ok);
+  EXPECT_FALSE(judgeOne(ex("findings.kind", MatchOp::kContains, "seed_mismatch"), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("findings", MatchOp::kEquals, json::array()), json::parse(R"({"findings": []})")).ok);
+}
+
+TEST(Judge, RecordsExpectedAndActual) {
+  auto e = judgeOne(ex("teardown.duration_ms", scenario::MatchOp::kMax, 400), kReport);
+  EXPECT_EQ(e.what, "teardown.duration_ms");
+  EXPECT_EQ(e.expected, json({{"max", 400}}));
+  EXPECT_EQ(e.actual, 412);
+  EXPECT_EQ(e.status, "fail");
+}
+
+TEST(Judge, MissingValueFailsAndWrongTypeIsUnresolved) {
+  using scenario::MatchOp;
+  const json no_cause = json::parse(R"({"root_cause": null, "teardown": {"clean": "yes"}})");
+  auto missing = judgeOne(ex("root_cause.rank", MatchOp::kEquals, 1), no_cause);
+  EXPECT_FALSE(missing.ok);
+  EXPECT_EQ(missing.status, "fail");
+  auto wrong = judgeOne(ex("teardown.clean", MatchOp::kMax, 1), no_cause);
+  EXPECT_FALSE(wrong.ok);
+  EXPECT_EQ(wrong.status, "unresolved");
+  EXPECT_EQ(wrong.reason, "a numeric bound needs a number, the report has string");
+  EXPECT_EQ(verdictOf({missing, wrong}), Verdict::kUnresolved);
+  EXPECT_EQ(verdictOf({missing}), Verdict::kFail);
+  EXPECT_EQ(verdictOf({judgeOne(ex("root_cause.rank", MatchOp::kEquals, 1), kReport)}), Verdict::kPass);
+}
+
+TEST(Judge, NothingJudgedIsNotAPass) {
+  // The parser insists on expectations; if none reach the judge, nothing was checked.
+  EXPECT_EQ(verdictOf({}), Verdict::kUnresolved);
+}
+
+}  // namespace
+}  // namespace faultline::judge

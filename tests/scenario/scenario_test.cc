@@ -1,0 +1,138 @@
+// Scenario parsing: the contract's example parses; every error class names file:line:col and what was expected.
+#include "harness/scenario/scenario.h"
+
+#include <gtest/gtest.h>
+
+namespace faultline::scenario {
+namespace {
+
+const char* kExample = R"(name = "hung-collective"
+description = "Rank 1 never enters the step-3 gradient all-reduce."
+tags = ["core", "hang"]
+
+[stack]
+launcher = "builtin"
+trainer = "reference"
+world_size = 4
+
+[fault]
+kind = "hung_collective"
+rank = 1
+step = 3
+
+[limits]
+hang_timeout_s = 5
+deadline_s = 60
+grace_s = 3
+
+[expect]
+"root_cause.kind" = "hung_collective"
+"root_cause.rank" = 1
+"teardown.clean" = true
+"teardown.duration_ms" = { max = 3000 }
+"root_cause.summary" = "~rank 1"
+"findings.kind" = { contains = "straggler" }
+)";
+
+std::string errorOf(const std::string& text) {
+  auto s = parseScenarioText(text, "s.toml");
+  EXPECT_FALSE(s.has_value());
+  return s ? "" : s.error().message;
+}
+
+TEST(Scenario, ParsesContractExample) {
+  auto s = parseScenarioText(kExample, "scenarios/hung.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->name, "hung-collective");
+  EXPECT_TRUE(s->hasTag("hang"));
+  EXPECT_EQ(s->stack.world_size, 4);
+  ASSERT_TRUE(s->fault.has_value());
+  EXPECT_EQ(s->fault->spec(), "hung_collective:rank=1:step=3");
+  EXPECT_DOUBLE_EQ(s->limits.hang_timeout_s, 5);
+  ASSERT_EQ(s->expect.size(), 6u);
+  EXPECT_EQ(s->expect[0].path, "root_cause.kind");
+  EXPECT_EQ(s->expect[0].pos.str(), "scenarios/hung.toml:21:1");
+  EXPECT_EQ(s->expect[3].op, MatchOp::kMax);
+  EXPECT_EQ(s->expect[3].asWritten(), nlohmann::json({{"max", 3000}}));
+  EXPECT_EQ(s->expect[4].op, MatchOp::kRegex);
+  EXPECT_EQ(s->expect[4].value, "rank 1");
+  EXPECT_EQ(s->expect[5].op, MatchOp::kContains);
+}
+
+TEST(Scenario, FaultWithoutRankMeansEveryRank) {
+  auto s = parseScenarioText("name = \"x\"\n[fault]\nkind = \"unsharded_data\"\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->fault->spec(), "unsharded_data:rank=all:step=1");
+}
+
+TEST(ScenarioErrors, SyntaxError) {
+  EXPECT_EQ(errorOf("name = \"x\nfoo"),
+            "s.toml:1:10: Error while parsing string: unescaped control characters other than TAB (U+0009) are explicitly prohibited");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack\n"), "s.toml:2:7: Error while parsing table header: expected ']', saw '\\n'");
+}
+
+TEST(ScenarioErrors, UnknownKeys) {
+  EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
+            "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, expect");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
+            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, arg");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
+            "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s");
+}
+
+TEST(ScenarioErrors, WrongTypes) {
+  EXPECT_EQ(errorOf("name = 3\n"), "s.toml:1:8: scenario.name: expected a string, got an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = \"4\"\n"),
+            "s.toml:3:14: stack.world_size: expected an integer, got a string");
+  EXPECT_EQ(errorOf("name = \"x\"\ntags = [\"a\", 2]\n"), "s.toml:2:14: scenario.tags: expected an array of strings, found an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\nstack = 3\n"), "s.toml:2:9: [stack]: expected a table, got an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\ngrace_s = true\n"), "s.toml:3:11: limits.grace_s: expected a number, got a boolean");
+}
+
+TEST(ScenarioErrors, ImpossibleValues) {
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 2\n[fault]\nkind = \"segfault\"\nrank = 2\n"),
+            "s.toml:6:8: fault.rank: rank 2 is impossible with world_size 2, expected 0..1");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nstep = 0\n"),
+            "s.toml:4:8: fault.step: 0 is impossible, expected a step >= 1");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang_timeout_s = -1\n"),
+            "s.toml:3:18: limits.hang_timeout_s: -1.0 is impossible, expected a positive number of seconds");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 0\n"), "s.toml:3:14: stack.world_size: 0 is out of range, expected 1..4096");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"slurm\"\n"),
+            "s.toml:3:12: stack.launcher: unknown launcher 'slurm', expected builtin, torchrun, launch, spawn or external");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntrainer = \"command\"\n"),
+            "s.toml:2:1: [stack]: trainer = \"command\" needs command = [\"program\", ...]");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"hung_collective\"\narg = \"nap\"\n"),
+            "s.toml:2:1: [fault]: bad --fault-arg 'nap' for hung_collective, expected one of: sleep, skip");
+}
+
+TEST(ScenarioErrors, UnknownFaultKind) {
+  auto e = errorOf("name = \"x\"\n[fault]\nkind = \"meteor\"\n");
+  EXPECT_EQ(e.substr(0, 73), "s.toml:3:8: fault.kind: unknown fault kind 'meteor', expected one of: und");
+}
+
+TEST(ScenarioErrors, ExpectationErrors) {
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.colour\" = 1\n"),
+            "s.toml:3:1: [expect]: unknown report path 'root_cause.colour', expected a field of report.json such as root_cause.kind, ranks[1].role, findings.kind or teardown.duration_ms");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { max = \"fast\" }\n"),
+            "s.toml:3:34: [expect] teardown.duration_ms: { max = ... } expects a number, got a string");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { under = 3 }\n"),
+            "s.toml:3:28: [expect] teardown.duration_ms: unknown matcher 'under', expected max, min or contains");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.message\" = \"~(unclosed\"\n").substr(0, 76),
+            "s.toml:3:24: [expect] root_cause.message: bad regular expression '(unclosed'");
+  EXPECT_EQ(errorOf("name = \"x\"\n"), "s.toml:1:1: no [expect] entries: a scenario must say what the report should show");
+}
+
+TEST(ReportPaths, KnownAndUnknown) {
+  for (const char* ok : {"root_cause.kind", "ranks[3].role", "ranks.role", "findings.kind", "findings.ranks",
+                         "teardown.survivors[0].pid", "root_cause.location.line", "verdict", "root_cause.layers.text"}) {
+    EXPECT_TRUE(isReportPath(ok)) << ok;
+  }
+  for (const char* bad : {"", "root_cause.colour", "ranks[x].role", "verdict.kind", "ranks[1", "teardown.clean[0]"}) {
+    EXPECT_FALSE(isReportPath(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace faultline::scenario
