@@ -1,0 +1,46 @@
+// Renderers from report.json alone: JUnit XML, Markdown and HTML, for one run
+// and for a suite. Pure functions of their input; nothing from a report is
+// ever executed, only escaped and printed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/model/error.h"
+#include "harness/model/report.h"
+
+namespace faultline::reports {
+
+// One scenario (or exec) run inside a suite.
+struct SuiteEntry {
+  std::string name;
+  std::string stack;
+  std::string run_dir;  // relative to the suite directory
+  Report report;
+};
+
+struct Suite {
+  std::vector<SuiteEntry> entries;
+  int64_t wall_ms = 0;
+};
+
+std::string junitForRun(const Report& r);
+std::string junitForSuite(const Suite& s);
+std::string markdownForRun(const Report& r);
+std::string markdownForSuite(const Suite& s);
+std::string htmlForRun(const Report& r);
+std::string htmlForSuite(const Suite& s);
+nlohmann::json suiteJson(const Suite& s);
+
+// The one-line cause a person reads first: the root-cause summary, else the
+// first finding, else the verdict.
+std::string headline(const Report& r);
+
+// Writes junit.xml, report.md and report.html next to RUN_DIR/report.json.
+Result<void> renderRun(const Report& r, const std::string& run_dir);
+// Writes report.json (suite form), junit.xml, report.md and index.html into DIR.
+Result<void> renderSuite(const Suite& s, const std::string& dir);
+
+}  // namespace faultline::reports

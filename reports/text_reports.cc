@@ -1,0 +1,252 @@
+// JUnit XML and Markdown renderings of a run and of a suite.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
+
+#include "reports/render.h"
+#include "reports/xml_text.h"
+
+namespace faultline::reports {
+namespace {
+
+std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::string rankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+  return out;
+}
+
+// The onion and the stderr tails: what a CI log reader needs beside the failure line.
+std::string systemOut(const Report& r) {
+  std::ostringstream o;
+  if (r.root_cause) {
+    o << "root cause: " << r.root_cause->summary << "\n";
+    for (const auto& l : r.root_cause->layers) o << "  [" << l.layer << "] " << l.text << "\n";
+  }
+  for (const auto& f : r.findings) o << "finding " << kindName(f.kind) << ": " << f.summary << "\n";
+  for (const auto& k : r.ranks) {
+    o << "--- rank " << k.rank << " (" << roleName(k.role) << "): " << k.diagnosis << "\n";
+    if (!k.stderr_tail.empty()) {
+      const std::string& t = k.stderr_tail;
+      o << (t.size() > 4096 ? t.substr(t.size() - 4096) : t) << "\n";
+    }
+  }
+  return o.str();
+}
+
+void junitCases(std::ostringstream& o, const Report& r, const std::string& classname) {
+  const std::string seconds = std::to_string(static_cast<double>(r.harness.wall_ms) / 1000.0);
+  const std::string out = "      <system-out>" + escapeXml(systemOut(r)) + "</system-out>\n";
+  if (r.expectations.empty()) {
+    // An exec run: one case, failing when the stack failed or a finding was made.
+    o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"run\" time=\"" << seconds << "\">\n";
+    if (r.verdict == Verdict::kError) {
+      o << "      <error message=\"" << escapeXml(headline(r)) << "\"/>\n";
+    } else if (verdictIsFailure(r.verdict)) {
+      o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"" << verdictName(r.verdict) << "\"/>\n";
+    }
+    o << out << "    </testcase>\n";
+    return;
+  }
+  for (const auto& e : r.expectations) {
+    o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"" << escapeXml(e.what) << "\" time=\"0\">\n";
+    if (r.verdict == Verdict::kUnsupported) {
+      o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
+    } else if (e.status == "unresolved") {
+      o << "      <error message=\"unresolved: " << escapeXml(e.reason) << "\"/>\n";
+    } else if (!e.ok) {
+      o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"expectation\">"
+        << escapeXml("expected " + e.what + " = " + e.expected.dump() + ", actual " +
+                     e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        << "</failure>\n";
+    }
+    o << out << "    </testcase>\n";
+  }
+}
+
+struct Counts {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+};
+
+Counts countCases(const Report& r) {
+  Counts c;
+  if (r.expectations.empty()) {
+    c.tests = 1;
+    c.errors = r.verdict == Verdict::kError;
+    c.failures = !c.errors && verdictIsFailure(r.verdict);
+    return c;
+  }
+  for (const auto& e : r.expectations) {
+    ++c.tests;
+    if (r.verdict == Verdict::kUnsupported) {
+      ++c.skipped;
+    } else if (e.status == "unresolved") {
+      ++c.errors;
+    } else if (!e.ok) {
+      ++c.failures;
+    }
+  }
+  return c;
+}
+
+std::string suiteName(const Report& r) { return r.scenario ? r.scenario->name : "faultline exec"; }
+
+void junitSuite(std::ostringstream& o, const Report& r, const std::string& name, const std::string& classname) {
+  const Counts c = countCases(r);
+  o << "  <testsuite name=\"" << escapeXml(name) << "\" tests=\"" << c.tests << "\" failures=\"" << c.failures
+    << "\" errors=\"" << c.errors << "\" skipped=\"" << c.skipped << "\" time=\""
+    << static_cast<double>(r.harness.wall_ms) / 1000.0 << "\">\n";
+  junitCases(o, r, classname);
+  o << "  </testsuite>\n";
+}
+
+std::string mdCell(const std::string& s) {
+  std::string out;
+  for (char c : firstLine(s)) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '`') {
+      out += "'";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+// Untrusted text in a fenced block: a fence inside it cannot close ours.
+std::string mdFence(const std::string& s) {
+  std::string fence = "```";
+  while (s.find(fence) != std::string::npos) fence += "`";
+  return fence + "text\n" + s + (s.empty() || s.back() == '\n' ? "" : "\n") + fence + "\n";
+}
+
+}  // namespace
+
+std::string headline(const Report& r) {
+  if (r.verdict == Verdict::kUnsupported && r.extra.contains("unsupported_reason")) {
+    return "unsupported: " + r.extra["unsupported_reason"].get<std::string>();
+  }
+  if (r.verdict == Verdict::kError && r.extra.contains("harness_error")) {
+    return "harness error: " + r.extra["harness_error"].get<std::string>();
+  }
+  if (r.root_cause) return firstLine(r.root_cause->summary);
+  if (!r.findings.empty()) return kindName(r.findings[0].kind) + ": " + firstLine(r.findings[0].summary);
+  return verdictName(r.verdict);
+}
+
+std::string junitForRun(const Report& r) {
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  junitSuite(o, r, suiteName(r), "faultline." + r.stack.launcher);
+  o << "</testsuites>\n";
+  return o.str();
+}
+
+std::string junitForSuite(const Suite& s) {
+  std::ostringstream o;
+  o << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"faultline\" time=\""
+    << static_cast<double>(s.wall_ms) / 1000.0 << "\">\n";
+  for (const auto& e : s.entries) junitSuite(o, e.report, e.name + " [" + e.stack + "]", "faultline." + e.stack);
+  o << "</testsuites>\n";
+  return o.str();
+}
+
+std::string markdownForRun(const Report& r) {
+  std::ostringstream o;
+  o << "## faultline: " << mdCell(suiteName(r)) << " — " << verdictName(r.verdict) << "\n\n";
+  o << "**" << mdCell(headline(r)) << "**\n\n";
+  if (r.root_cause) {
+    o << "| layer | what it says |\n|---|---|\n";
+    for (const auto& l : r.root_cause->layers) o << "| " << mdCell(l.layer) << " | " << mdCell(l.text) << " |\n";
+    o << "\n";
+  }
+  if (!r.findings.empty()) {
+    o << "### Findings\n\n| kind | ranks | severity | summary |\n|---|---|---|---|\n";
+    for (const auto& f : r.findings) {
+      o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << f.severity << " | " << mdCell(f.summary) << " |\n";
+    }
+    o << "\n";
+  }
+  if (!r.expectations.empty()) {
+    o << "### Expectations\n\n| | expectation | expected | actual |\n|---|---|---|---|\n";
+    for (const auto& e : r.expectations) {
+      o << "| " << (e.ok ? "✅" : e.status == "unresolved" ? "❓" : "❌") << " | " << mdCell(e.what) << " | "
+        << mdCell(e.expected.dump()) << " | "
+        << mdCell(e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " |\n";
+    }
+    o << "\n";
+  }
+  o << "### Ranks\n\n| rank | role | exit | diagnosis |\n|---|---|---|---|\n";
+  for (const auto& k : r.ranks) {
+    const std::string exit = k.signal ? *k.signal : k.exit_code ? std::to_string(*k.exit_code) : "?";
+    o << "| " << k.rank << " | " << roleName(k.role) << " | " << exit << " | " << mdCell(k.diagnosis) << " |\n";
+  }
+  o << "\nTeardown: " << (r.teardown.clean ? "clean" : "NOT clean") << ", " << r.teardown.duration_ms << " ms, escalation "
+    << escalationName(r.teardown.escalation);
+  if (!r.teardown.survivors.empty()) o << ", " << r.teardown.survivors.size() << " survivor(s)";
+  if (!r.teardown.leaks.empty()) o << ", leaks: " << mdCell(r.teardown.leaks.front());
+  o << "\n";
+  // Collateral collapsed: a reader opens it only when the first line is not enough.
+  bool any_tail = false;
+  for (const auto& k : r.ranks) any_tail = any_tail || !k.stderr_tail.empty();
+  if (any_tail) {
+    o << "\n<details><summary>stderr tails</summary>\n\n";
+    for (const auto& k : r.ranks) {
+      if (k.stderr_tail.empty()) continue;
+      const std::string tail = k.stderr_tail.size() > 2000 ? k.stderr_tail.substr(k.stderr_tail.size() - 2000) : k.stderr_tail;
+      o << "rank " << k.rank << " (" << roleName(k.role) << ")\n\n" << mdFence(tail) << "\n";
+    }
+    o << "</details>\n";
+  }
+  return o.str();
+}
+
+std::string markdownForSuite(const Suite& s) {
+  std::map<std::string, int> counts;
+  for (const auto& e : s.entries) ++counts[verdictName(e.report.verdict)];
+  std::ostringstream o;
+  o << "## faultline suite\n\n";
+  for (const auto& [v, n] : counts) o << "- " << v << ": " << n << "\n";
+  char wall[32];
+  std::snprintf(wall, sizeof wall, "%.1f", static_cast<double>(s.wall_ms) / 1000.0);
+  o << "- wall time: " << wall << " s\n\n";
+  o << "| scenario | stack | verdict | root cause | teardown |\n|---|---|---|---|---|\n";
+  for (const auto& e : s.entries) {
+    o << "| [" << mdCell(e.name) << "](" << e.run_dir << "/report.md) | " << mdCell(e.stack) << " | "
+      << verdictName(e.report.verdict) << " | " << mdCell(headline(e.report)) << " | " << e.report.teardown.duration_ms
+      << " ms" << (e.report.teardown.clean ? "" : " (not clean)") << " |\n";
+  }
+  return o.str();
+}
+
+nlohmann::json suiteJson(const Suite& s) {
+  nlohmann::json entries = nlohmann::json::array();
+  std::map<std::string, int> counts;
+  for (const auto& e : s.entries) {
+    ++counts[verdictName(e.report.verdict)];
+    int passed = 0, failed = 0;
+    for (const auto& x : e.report.expectations) (x.ok ? passed : failed)++;
+    entries.push_back({{"name", e.name},
+                       {"stack", e.stack},
+                       {"run_dir", e.run_dir},
+                       {"verdict", verdictName(e.report.verdict)},
+                       {"headline", headline(e.report)},
+                       {"root_cause_kind", e.report.root_cause ? nlohmann::json(kindName(e.report.root_cause->kind)) : nlohmann::json(nullptr)},
+                       {"root_cause_rank", e.report.root_cause && e.report.root_cause->rank ? nlohmann::json(*e.report.root_cause->rank) : nlohmann::json(nullptr)},
+                       {"expectations_passed", passed},
+                       {"expectations_failed", failed},
+                       {"teardown_clean", e.report.teardown.clean},
+                       {"teardown_ms", e.report.teardown.duration_ms},
+                       {"wall_ms", e.report.harness.wall_ms}});
+  }
+  return {{"schema", "faultline.suite/1"}, {"scenarios", entries}, {"counts", counts}, {"wall_ms", s.wall_ms}};
+}
+
+}  // namespace faultline::reports
