@@ -110,6 +110,9 @@ Expectation judgeOne(const scenario::Expect& expect, const json& report) {
         for (const auto& x : actual) e.ok = e.ok || sameValue(x, expect.value);
       }
       break;
+    case scenario::MatchOp::kNull:
+      e.ok = actual.is_null() == expect.value.get<bool>();
+      break;
   }
   e.status = e.ok ? "pass" : "fail";
   return e;

@@ -229,7 +229,7 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     }
     if (const toml::table* m = node.as_table()) {
       if (m->size() != 1) {
-        c.error(node.source(), "[expect] " + e.path + ": expected exactly one of { max = N }, { min = N }, { contains = V }");
+        c.error(node.source(), "[expect] " + e.path + ": expected exactly one of { max = N }, { min = N }, { contains = V }, { null = true|false }");
         return;
       }
       const auto first = m->begin();
@@ -244,8 +244,14 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
         e.op = op == "max" ? MatchOp::kMax : MatchOp::kMin;
       } else if (op == "contains") {
         e.op = MatchOp::kContains;
+      } else if (op == "null") {
+        if (!mv.is_boolean()) {
+          c.error(mv.source(), "[expect] " + e.path + ": { null = ... } expects true or false, got " + Checker::typeName(mv));
+          return;
+        }
+        e.op = MatchOp::kNull;
       } else {
-        c.error(mk.source(), "[expect] " + e.path + ": unknown matcher '" + op + "', expected max, min or contains");
+        c.error(mk.source(), "[expect] " + e.path + ": unknown matcher '" + op + "', expected max, min, contains or null");
         return;
       }
       e.value = toJson(mv);
@@ -289,6 +295,7 @@ json Expect::asWritten() const {
     case MatchOp::kMax: return json{{"max", value}};
     case MatchOp::kMin: return json{{"min", value}};
     case MatchOp::kContains: return json{{"contains", value}};
+    case MatchOp::kNull: return json{{"null", value}};
     default: return value;
   }
 }

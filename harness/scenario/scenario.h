@@ -45,12 +45,12 @@ struct Limits {
   double grace_s = 3;
 };
 
-enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains };
+enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains, kNull };
 
 struct Expect {
   std::string path;      // into report.json: "root_cause.rank", "ranks[1].role", "findings.kind"
   MatchOp op = MatchOp::kEquals;
-  nlohmann::json value;  // the expected value, regex (without "~"), bound, or element
+  nlohmann::json value;  // the expected value, regex (without "~"), bound, element, or null-ness
   SourcePos pos;
   // What the scenario file said, for the report: "collateral", "~NameError", {"max": 3000}.
   nlohmann::json asWritten() const;

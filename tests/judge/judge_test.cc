@@ -47,6 +47,9 @@ TEST(Judge, Matchers) {
   EXPECT_TRUE(judgeOne(ex("findings.kind", MatchOp::kContains, "straggler"), kReport).ok);
   EXPECT_FALSE(judgeOne(ex("findings.kind", MatchOp::kContains, "seed_mismatch"), kReport).ok);
   EXPECT_TRUE(judgeOne(ex("findings", MatchOp::kEquals, json::array()), json::parse(R"({"findings": []})")).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause", MatchOp::kNull, true), json::parse(R"({"root_cause": null})")).ok);
+  EXPECT_FALSE(judgeOne(ex("root_cause", MatchOp::kNull, true), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause.location", MatchOp::kNull, false), kReport).ok);
 }
 
 TEST(Judge, RecordsExpectedAndActual) {

@@ -1,6 +1,8 @@
 // Scenario parsing: the contract's example parses; every error class names file:line:col and what was expected.
 #include "harness/scenario/scenario.h"
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 namespace faultline::scenario {
@@ -32,6 +34,7 @@ grace_s = 3
 "teardown.duration_ms" = { max = 3000 }
 "root_cause.summary" = "~rank 1"
 "findings.kind" = { contains = "straggler" }
+"root_cause.symbol" = { null = true }
 )";
 
 std::string errorOf(const std::string& text) {
@@ -49,7 +52,8 @@ TEST(Scenario, ParsesContractExample) {
   ASSERT_TRUE(s->fault.has_value());
   EXPECT_EQ(s->fault->spec(), "hung_collective:rank=1:step=3");
   EXPECT_DOUBLE_EQ(s->limits.hang_timeout_s, 5);
-  ASSERT_EQ(s->expect.size(), 6u);
+  ASSERT_EQ(s->expect.size(), 7u);
+  EXPECT_EQ(s->expect[6].op, MatchOp::kNull);
   EXPECT_EQ(s->expect[0].path, "root_cause.kind");
   EXPECT_EQ(s->expect[0].pos.str(), "scenarios/hung.toml:21:1");
   EXPECT_EQ(s->expect[3].op, MatchOp::kMax);
@@ -118,7 +122,7 @@ TEST(ScenarioErrors, ExpectationErrors) {
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { max = \"fast\" }\n"),
             "s.toml:3:34: [expect] teardown.duration_ms: { max = ... } expects a number, got a string");
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { under = 3 }\n"),
-            "s.toml:3:28: [expect] teardown.duration_ms: unknown matcher 'under', expected max, min or contains");
+            "s.toml:3:28: [expect] teardown.duration_ms: unknown matcher 'under', expected max, min, contains or null");
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.message\" = \"~(unclosed\"\n").substr(0, 76),
             "s.toml:3:24: [expect] root_cause.message: bad regular expression '(unclosed'");
   EXPECT_EQ(errorOf("name = \"x\"\n"), "s.toml:1:1: no [expect] entries: a scenario must say what the report should show");
@@ -131,6 +135,24 @@ TEST(ReportPaths, KnownAndUnknown) {
   }
   for (const char* bad : {"", "root_cause.colour", "ranks[x].role", "verdict.kind", "ranks[1", "teardown.clean[0]"}) {
     EXPECT_FALSE(isReportPath(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace faultline::scenario
+
+namespace faultline::scenario {
+namespace {
+
+TEST(Catalog, EveryScenarioParses) {
+  const char* src = std::getenv("FAULTLINE_SOURCE_DIR");
+  ASSERT_NE(src, nullptr);
+  auto all = loadScenarios({std::string(src) + "/scenarios"});
+  ASSERT_TRUE(all.has_value()) << all.error().message;
+  EXPECT_GE(all->size(), 20u);
+  for (const auto& s : *all) {
+    EXPECT_FALSE(s.description.empty()) << s.file;
+    EXPECT_FALSE(s.tags.empty()) << s.file;
   }
 }
 
