@@ -1,0 +1,61 @@
+// Patterns of errors that are symptoms of another rank's failure.
+#include "harness/diagnose/collateral.h"
+
+#include "harness/diagnose/text.h"
+
+namespace faultline::diagnose {
+
+std::string collateralKindName(CollateralKind k) {
+  switch (k) {
+    case CollateralKind::kPeerClosed:
+      return "a peer closed the connection";
+    case CollateralKind::kCollectiveTimeout:
+      return "a collective timed out waiting for a peer";
+    case CollateralKind::kRemoteError:
+      return "a remote rank failed";
+    case CollateralKind::kStoreTimeout:
+      return "the store/rendezvous timed out";
+    case CollateralKind::kTeardownSignal:
+      return "stopped by a teardown signal";
+  }
+  return "collateral";
+}
+
+std::optional<CollateralKind> classifyCollateral(std::string_view text) {
+  struct Pattern {
+    std::string_view needle;
+    CollateralKind kind;
+  };
+  static constexpr Pattern kPatterns[] = {
+      {"Connection closed by peer", CollateralKind::kPeerClosed},
+      {"Connection reset by peer", CollateralKind::kPeerClosed},
+      {"Broken pipe", CollateralKind::kPeerClosed},
+      {"ECONNRESET", CollateralKind::kPeerClosed},
+      {"Timed out waiting", CollateralKind::kCollectiveTimeout},
+      {"Watchdog caught collective operation timeout", CollateralKind::kCollectiveTimeout},
+      {"Some NCCL operations have failed or timed out", CollateralKind::kCollectiveTimeout},
+      {"Operation timed out", CollateralKind::kCollectiveTimeout},
+      {"remote process exited or there was a network error", CollateralKind::kRemoteError},
+      {"ncclRemoteError", CollateralKind::kRemoteError},
+      {"NCCL communicator was aborted", CollateralKind::kRemoteError},
+      {"NCCL error: remote process", CollateralKind::kRemoteError},
+      {"RendezvousTimeoutError", CollateralKind::kStoreTimeout},
+      {"RendezvousConnectionError", CollateralKind::kStoreTimeout},
+      {"DistStoreError", CollateralKind::kStoreTimeout},
+      {"Socket Timeout", CollateralKind::kStoreTimeout},
+      {"waiting for clients", CollateralKind::kStoreTimeout},
+      {"client socket has failed to connect", CollateralKind::kStoreTimeout},
+      {"client socket has timed out", CollateralKind::kStoreTimeout},
+      {"Wait timeout", CollateralKind::kStoreTimeout},
+      {"SignalException", CollateralKind::kTeardownSignal},
+      {"got signal: 15", CollateralKind::kTeardownSignal},
+      {"got signal: 2", CollateralKind::kTeardownSignal},
+  };
+  for (const auto& p : kPatterns) {
+    if (contains(text, p.needle)) return p.kind;
+  }
+  if (startsWith(trim(text), "KeyboardInterrupt")) return CollateralKind::kTeardownSignal;
+  return std::nullopt;
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,61 @@
+// diagnoseRun: gathers the evidence of a run directory, analyses it, and
+// writes the diagnosis into the report.
+#include "harness/diagnose/diagnose.h"
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+
+#include "harness/diagnose/analyze.h"
+#include "harness/diagnose/findings.h"
+#include "harness/diagnose/run_input.h"
+
+namespace faultline::diagnose {
+
+Result<void> diagnoseRun(const std::string& run_dir, Report& report) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(run_dir, ec)) {
+    return fail(ErrorCode::kIo, "not a readable directory", run_dir);
+  }
+  try {
+    const RunInput in = loadRun(run_dir, report);
+    Diagnosis d = analyzeRun(in);
+    report.root_cause = std::move(d.root_cause);
+    for (const RankVerdict& v : d.ranks) {
+      auto it = std::find_if(report.ranks.begin(), report.ranks.end(),
+                             [&](const RankReport& r) { return r.rank == v.rank; });
+      if (it == report.ranks.end()) {
+        RankReport rr;
+        rr.rank = v.rank;
+        report.ranks.push_back(rr);
+        it = report.ranks.end() - 1;
+      }
+      const RankInput& ri = in.ranks.at(v.rank);
+      if (!it->pid) it->pid = ri.pid;
+      if (!it->exit_code && !it->signal) {
+        it->exit_code = ri.exit_code;
+        it->signal = ri.signal;
+      }
+      if (it->stderr_tail.empty()) it->stderr_tail = ri.stderr_tail;
+      it->role = v.role;
+      it->diagnosis = v.diagnosis;
+    }
+    std::sort(report.ranks.begin(), report.ranks.end(),
+              [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
+    report.findings = findFindings(in);
+    // Idempotent: diagnosing a run again (faultline explain) does not repeat entries.
+    for (TimelineEntry& t : d.timeline) {
+      const bool seen = std::any_of(report.timeline.begin(), report.timeline.end(), [&](const TimelineEntry& o) {
+        return o.rank == t.rank && o.what == t.what;
+      });
+      if (!seen) report.timeline.push_back(std::move(t));
+    }
+    std::stable_sort(report.timeline.begin(), report.timeline.end(),
+                     [](const TimelineEntry& a, const TimelineEntry& b) { return a.t_ms < b.t_ms; });
+  } catch (const std::exception& e) {
+    return fail(ErrorCode::kHarness, std::string("diagnosis failed: ") + e.what(), run_dir);
+  }
+  return {};
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,38 @@
+// Reader for a rank's events.jsonl (CONTRACT.md section 3). Tolerant: a
+// malformed, truncated or non-UTF-8 line is skipped and counted, never fatal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace faultline::diagnose {
+
+struct Event {
+  int64_t t = 0;
+  int rank = -1;
+  int pid = 0;
+  std::string ev;
+  // The extra fields of every event type; unset numbers are -1.
+  std::string op, dtype, what, hash, name, scope, path, mode, kind, type, message, file, backend, device;
+  int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
+  int64_t line = 0, code = -1, world_size = -1;
+  std::optional<double> value;
+  std::vector<int64_t> indices;
+  std::vector<std::string> stack;
+};
+
+struct EventLog {
+  std::vector<Event> events;  // in file order
+  size_t malformed = 0;       // lines skipped
+};
+
+// Parses one line; nullopt when it is not a JSON object with a string "ev".
+std::optional<Event> parseEventLine(std::string_view line);
+EventLog parseEvents(std::string_view text);
+// Empty log when the file does not exist.
+EventLog readEvents(const std::string& path);
+
+}  // namespace faultline::diagnose

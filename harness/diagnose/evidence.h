@@ -1,0 +1,41 @@
+// One piece of failure evidence found in a rank's output, error file or events,
+// already classified as primary (this rank's own fault) or collateral (a
+// symptom of someone else's failure: a peer closed, a timeout, a teardown signal).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/model/report.h"
+
+namespace faultline::diagnose {
+
+struct Evidence {
+  Kind kind = Kind::kUnknown;
+  bool collateral = false;
+  std::string collateral_reason;  // e.g. "peer closed the connection"
+  std::string type;               // "NameError", "c10::Error", "SIGSEGV"
+  std::string message;            // first line
+  std::optional<Location> location;
+  std::string source_line;        // the code at location, when shown
+  std::string symbol;             // undefined_symbol: demangled when C++
+  std::string signal;             // kind signal: "SIGSEGV"
+  std::optional<int> exit_code;
+  std::optional<int64_t> t_ns;    // when it happened, if the evidence says
+  std::string origin;             // "stderr", "error.json", "events.jsonl", "launcher"
+  std::vector<std::string> chain;  // outer layers of an exception chain, outermost first
+  std::string note;               // e.g. "possible OOM kill"
+  std::string function;           // innermost user function of a native backtrace
+};
+
+// "NameError: name 'c' is not defined (train.py:42)" style one-liner.
+std::string describe(const Evidence& e);
+
+// Upgrades the kind from what the text says: an exception whose message is a
+// loader's "undefined symbol: X" is undefined_symbol (X demangled); one that
+// reports an allocation failure is oom. Collateral evidence is left alone.
+void refineKind(Evidence& e);
+
+}  // namespace faultline::diagnose

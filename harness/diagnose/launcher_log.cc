@@ -1,0 +1,159 @@
+// Parser for launcher output (torchrun, torch.distributed.launch, spawn parents).
+#include "harness/diagnose/launcher_log.h"
+
+#include "harness/diagnose/text.h"
+#include "harness/model/outcome.h"
+
+namespace faultline::diagnose {
+namespace {
+
+std::optional<int> leadingInt(std::string_view s) {
+  s = trim(s);
+  bool neg = false;
+  if (!s.empty() && s.front() == '-') {
+    neg = true;
+    s.remove_prefix(1);
+  }
+  if (s.empty() || s.front() < '0' || s.front() > '9') return std::nullopt;
+  long v = 0;
+  size_t i = 0;
+  while (i < s.size() && s[i] >= '0' && s[i] <= '9' && i < 9) v = v * 10 + (s[i++] - '0');
+  return static_cast<int>(neg ? -v : v);
+}
+
+std::optional<int> intAfter(std::string_view s, std::string_view key) {
+  const size_t p = s.find(key);
+  if (p == std::string_view::npos) return std::nullopt;
+  return leadingInt(s.substr(p + key.size()));
+}
+
+}  // namespace
+
+bool isLauncherWrapperType(std::string_view type) {
+  for (std::string_view w : {"ChildFailedError", "CalledProcessError", "ProcessRaisedException",
+                             "ProcessExitedException", "SignalException"}) {
+    if (type.size() >= w.size() && type.substr(type.size() - w.size()) == w) return true;
+  }
+  return false;
+}
+
+bool isLauncherTraceback(const PyTraceback& tb) {
+  if (isLauncherWrapperType(tb.type)) return true;
+  if (tb.frames.empty()) return false;
+  const std::string& outer = tb.frames.front().file;
+  for (std::string_view f : {"bin/torchrun", "torch/distributed/run.py", "torch/distributed/launch.py",
+                             "<frozen runpy>", "torch/distributed/elastic/"}) {
+    if (contains(outer, f)) {
+      // runpy also starts `python -m trainer`: require launcher frames further in.
+      for (const PyFrame& fr : tb.frames) {
+        if (contains(fr.file, "torch/distributed/run.py") || contains(fr.file, "torch/distributed/launch.py") ||
+            contains(fr.file, "torch/distributed/elastic/") || contains(fr.file, "bin/torchrun")) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+LauncherLog parseLauncherLog(std::string_view text) {
+  LauncherLog log;
+  std::vector<std::string_view> own;  // lines without a rank prefix
+  for (std::string_view l : splitLines(text)) {
+    if (!splitRankPrefix(l)) own.push_back(l);
+  }
+  // The ChildFailedError block and pid lines.
+  bool in_root = false;
+  LauncherFailure* cur = nullptr;
+  for (std::string_view l : own) {
+    const std::string_view t = trim(l);
+    if (startsWith(t, "Root Cause (first observed failure):")) {
+      in_root = true;
+      continue;
+    }
+    if (startsWith(t, "Failures:")) {
+      in_root = false;
+      continue;
+    }
+    if (t.size() >= 4 && t.front() == '[' && t.back() == ':' && t[t.size() - 2] == ']') {
+      if (auto r = leadingInt(t.substr(1))) {
+        log.failures.push_back(LauncherFailure{});
+        cur = &log.failures.back();
+        cur->rank = *r;
+        cur->root_cause_block = in_root;
+        if (in_root && !log.claimed_root_rank) log.claimed_root_rank = *r;
+        continue;
+      }
+    }
+    if (cur && startsWith(t, "rank ")) {
+      if (auto lr = intAfter(t, "local_rank: ")) cur->local_rank = lr;
+      if (auto r = intAfter(t, ": ")) cur->rank = *r;
+      continue;
+    }
+    if (cur && startsWith(t, "exitcode ")) {
+      if (auto c = intAfter(t, ": ")) {
+        // torchelastic reports a signal as a negative exit code.
+        if (*c < 0) cur->signal = signalName(-*c);
+        else cur->exit_code = c;
+      }
+      cur->pid = intAfter(t, "(pid: ");
+      continue;
+    }
+    if (cur && startsWith(t, "time ")) {
+      const size_t c = t.find(": ");
+      if (c != std::string_view::npos) cur->time = std::string(t.substr(c + 2));
+      continue;
+    }
+    if (cur && startsWith(t, "error_file")) {
+      const size_t c = t.find(": ");
+      if (c != std::string_view::npos && t.substr(c + 2) != "<N/A>") cur->error_file = std::string(t.substr(c + 2));
+      continue;
+    }
+    if (startsWith(t, "=====")) cur = nullptr;
+    if (contains(t, "failed (exitcode: ")) {
+      LauncherLog::PidExit pe;
+      pe.exit_code = intAfter(t, "failed (exitcode: ");
+      pe.local_rank = intAfter(t, "local_rank: ");
+      if (auto pid = intAfter(t, "(pid: ")) pe.pid = *pid;
+      log.failed_pids.push_back(pe);
+    }
+    if (contains(t, "Sending process ") && contains(t, "closing signal")) {
+      if (auto pid = intAfter(t, "Sending process ")) log.sigterm_pids.push_back(*pid);
+    }
+    // ProcessExitedException: "process 1 terminated with signal SIGSEGV" / "with exit code 3".
+    if (contains(t, "ProcessExitedException") || startsWith(t, "process ")) {
+      const size_t p = t.find("process ");
+      std::string_view s = t.substr(p + 8);
+      if (auto r = leadingInt(s); r && contains(s, "terminated with")) {
+        log.spawn_rank = r;
+        const size_t sig = s.find("with signal ");
+        if (sig != std::string_view::npos) log.spawn_signal = std::string(trim(s.substr(sig + 12)));
+        else if (auto c = intAfter(s, "with exit code ")) log.spawn_exit_code = c;
+      }
+    }
+  }
+  // Tracebacks: the launcher's own, and a spawn child's nested in ProcessRaisedException.
+  std::vector<PyChain> chains = parsePythonTracebacks(own);
+  for (size_t i = 0; i < chains.size(); ++i) {
+    const PyTraceback& fin = chains[i].final();
+    std::optional<int> spawned;
+    for (std::string_view l : splitLines(fin.full_message)) {
+      if (auto r = spawnProcessIndex(l)) spawned = r;
+    }
+    if (spawned && i + 1 < chains.size()) {
+      log.spawn_rank = spawned;
+      log.spawn_chain = chains[i + 1];
+      log.wrapper = fin;
+      ++i;
+      continue;
+    }
+    if (isLauncherTraceback(fin)) log.wrapper = fin;
+    else log.unattributed.push_back(chains[i]);
+  }
+  if (log.wrapper && !log.wrapper->type.empty() && !isLauncherWrapperType(log.wrapper->type)) {
+    log.launcher_crashed = true;
+  }
+  return log;
+}
+
+}  // namespace faultline::diagnose

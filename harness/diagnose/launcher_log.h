@@ -1,0 +1,66 @@
+// The launcher's own output: its wrappers around a rank's failure (torchrun's
+// ChildFailedError block, CalledProcessError, spawn's ProcessRaisedException),
+// the pid/rank facts it prints, and its own crash (launcher_error).
+// Used as the outer layer only: its "Root Cause" choice is never trusted.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "harness/diagnose/python_traceback.h"
+
+namespace faultline::diagnose {
+
+// One "[1]:" entry of a ChildFailedError block.
+struct LauncherFailure {
+  int rank = -1;
+  std::optional<int> local_rank;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal;  // "exitcode : -15 (pid: 12)" -> SIGTERM
+  std::optional<int> pid;
+  std::string time;        // torchrun's whole-second stamp, kept as text
+  std::string error_file;  // "<N/A>" dropped
+  bool root_cause_block = false;
+};
+
+struct LauncherLog {
+  // The launcher's own exception (the last traceback chain in its stderr that
+  // is not a rank's), e.g. ChildFailedError or AttributeError in to_map.
+  std::optional<PyTraceback> wrapper;
+  std::vector<LauncherFailure> failures;       // "Failures:" and "Root Cause" entries
+  std::optional<int> claimed_root_rank;         // what torchrun says; never trusted
+  // spawn parent: "-- Process N terminated with the following error:" and the
+  // child's traceback that follows it.
+  std::optional<int> spawn_rank;
+  std::optional<PyChain> spawn_chain;
+  // "process 1 terminated with signal SIGSEGV" / "with exit code 3" (ProcessExitedException).
+  std::optional<std::string> spawn_signal;
+  std::optional<int> spawn_exit_code;
+  // "failed (exitcode: 1) local_rank: 0 (pid: 7105)" and
+  // "Sending process 7659 closing signal SIGTERM" lines.
+  struct PidExit {
+    int pid = 0;
+    std::optional<int> local_rank;
+    std::optional<int> exit_code;
+  };
+  std::vector<PidExit> failed_pids;
+  std::vector<int> sigterm_pids;
+  // True when the wrapper is a launcher crash rather than a report about a rank.
+  bool launcher_crashed = false;
+  // Tracebacks in the launcher's stderr that are not the launcher's own: rank
+  // output that a launcher without --tee passed through unprefixed.
+  std::vector<PyChain> unattributed;
+};
+
+// Parses a launcher's stderr. Lines carrying a rank prefix ("[default1]:")
+// belong to ranks and are ignored here.
+LauncherLog parseLauncherLog(std::string_view text);
+
+// True for the exception types launchers raise about a failed child.
+bool isLauncherWrapperType(std::string_view type);
+// True when a traceback runs through launcher code (torchrun, launch.py, torchelastic, spawn).
+bool isLauncherTraceback(const PyTraceback& tb);
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,276 @@
+// Python traceback and faulthandler dump parsers.
+#include "harness/diagnose/python_traceback.h"
+
+#include <cstdlib>
+
+#include "harness/diagnose/text.h"
+
+namespace faultline::diagnose {
+namespace {
+
+constexpr std::string_view kTracebackHead = "Traceback (most recent call last):";
+constexpr std::string_view kDuringHandling =
+    "During handling of the above exception, another exception occurred:";
+constexpr std::string_view kDirectCause =
+    "The above exception was the direct cause of the following exception:";
+
+bool parseInt(std::string_view s, int& out) {
+  if (s.empty() || s.size() > 9) return false;
+  int v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + (c - '0');
+  }
+  out = v;
+  return true;
+}
+
+// `  File "x.py", line 42, in main` (traceback) or `  File "x.py", line 42 in main`
+// (faulthandler) or `  File "x.py", line 3` (SyntaxError).
+std::optional<PyFrame> parseFrameLine(std::string_view line) {
+  std::string_view t = trim(line);
+  if (!startsWith(t, "File \"")) return std::nullopt;
+  t.remove_prefix(6);
+  const size_t q = t.find("\", line ");
+  if (q == std::string_view::npos) return std::nullopt;
+  PyFrame f;
+  f.file = std::string(t.substr(0, q));
+  t.remove_prefix(q + 8);
+  size_t end = 0;
+  while (end < t.size() && t[end] >= '0' && t[end] <= '9') ++end;
+  if (!parseInt(t.substr(0, end), f.line)) return std::nullopt;
+  t.remove_prefix(end);
+  if (startsWith(t, ", in ")) f.function = std::string(t.substr(5));
+  else if (startsWith(t, " in ")) f.function = std::string(t.substr(4));
+  else if (!trim(t).empty()) return std::nullopt;
+  return f;
+}
+
+bool isCaretLine(std::string_view line) {
+  std::string_view t = trim(line);
+  if (t.empty()) return false;
+  for (char c : t) {
+    if (c != '^' && c != '~' && c != ' ') return false;
+  }
+  return true;
+}
+
+bool isIdentChar(char c) {
+  return c == '_' || c == '.' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// "NameError: name 'c' is not defined" / "KeyboardInterrupt" / "pkg.Err: " ->
+// type and message; nullopt for something that is no exception line.
+std::optional<std::pair<std::string, std::string>> parseExceptionLine(std::string_view line) {
+  if (line.empty() || line.front() == ' ' || line.front() == '\t') return std::nullopt;
+  size_t i = 0;
+  while (i < line.size() && isIdentChar(line[i])) ++i;
+  if (i == 0 || line[0] == '.' || (line[0] >= '0' && line[0] <= '9')) return std::nullopt;
+  std::string type(line.substr(0, i));
+  if (i == line.size()) return std::make_pair(type, std::string());
+  if (line[i] != ':') return std::nullopt;
+  std::string_view msg = line.substr(i + 1);
+  if (!msg.empty() && msg.front() == ' ') msg.remove_prefix(1);
+  return std::make_pair(type, std::string(trim(msg)));
+}
+
+// A logging record such as "ERROR:torch.distributed...:" or "WARNING:root:" ends a message.
+bool isLogRecord(std::string_view line) {
+  for (std::string_view lvl : {"DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"}) {
+    if (startsWith(line, lvl)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string PyTraceback::shortType() const {
+  const size_t dot = type.rfind('.');
+  return dot == std::string::npos ? type : type.substr(dot + 1);
+}
+
+std::optional<int> spawnProcessIndex(std::string_view line) {
+  std::string_view t = trim(line);
+  constexpr std::string_view kHead = "-- Process ";
+  if (!startsWith(t, kHead)) return std::nullopt;
+  t.remove_prefix(kHead.size());
+  size_t end = 0;
+  while (end < t.size() && t[end] >= '0' && t[end] <= '9') ++end;
+  int v = 0;
+  if (!parseInt(t.substr(0, end), v)) return std::nullopt;
+  if (!startsWith(t.substr(end), " terminated with the following error")) return std::nullopt;
+  return v;
+}
+
+std::vector<PyChain> parsePythonTracebacks(const std::vector<std::string_view>& lines) {
+  std::vector<PyChain> chains;
+  bool link_next = false;  // a chain separator was seen after the last traceback
+  size_t i = 0;
+  const size_t n = lines.size();
+  while (i < n) {
+    std::string_view t = trim(lines[i]);
+    if (t == kDuringHandling || t == kDirectCause) {
+      if (!chains.empty()) link_next = true;
+      ++i;
+      continue;
+    }
+    if (t != kTracebackHead) {
+      // Anything but blank lines between a separator and the next traceback breaks the chain.
+      if (!t.empty()) link_next = false;
+      ++i;
+      continue;
+    }
+    PyTraceback tb;
+    tb.first_line = i;
+    ++i;
+    // Frames.
+    while (i < n) {
+      if (auto f = parseFrameLine(lines[i])) {
+        tb.frames.push_back(std::move(*f));
+        ++i;
+        continue;
+      }
+      const std::string_view line = lines[i];
+      if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+        // Source line or caret line under the last frame.
+        if (!tb.frames.empty() && !isCaretLine(line) && tb.frames.back().source.empty()) {
+          tb.frames.back().source = std::string(trim(line));
+        }
+        ++i;
+        continue;
+      }
+      break;
+    }
+    // Exception line.
+    if (i < n) {
+      if (auto ex = parseExceptionLine(lines[i])) {
+        tb.type = ex->first;
+        tb.message = ex->second;
+        tb.full_message = ex->second;
+        tb.last_line = i;
+        ++i;
+        // Continuation lines of a multi-line message, up to a blank line (once
+        // the message has text), a new traceback, a separator or a log record.
+        size_t taken = 0;
+        while (i < n && taken < 64) {
+          const std::string_view c = lines[i];
+          const std::string_view ct = trim(c);
+          if (ct == kTracebackHead || ct == kDuringHandling || ct == kDirectCause || isLogRecord(c)) break;
+          if (ct.empty()) {
+            bool more = false;  // a blank line inside e.g. ProcessRaisedException's message
+            for (size_t k = i + 1; k < n && k < i + 3; ++k) {
+              if (!trim(lines[k]).empty()) {
+                more = startsWith(trim(lines[k]), "-- Process ") && trim(tb.full_message).empty();
+                break;
+              }
+            }
+            if (!more) break;
+          }
+          if (spawnProcessIndex(c)) {
+            tb.full_message += "\n" + std::string(c);
+            tb.last_line = i;
+            ++i;
+            break;  // the child's traceback follows as its own block
+          }
+          tb.full_message += "\n" + std::string(c);
+          tb.last_line = i;
+          ++i;
+          ++taken;
+        }
+        if (tb.message.empty()) {
+          // "ChildFailedError: " puts its text on the next lines.
+          for (std::string_view l : splitLines(tb.full_message)) {
+            if (!trim(l).empty() && trim(l).find_first_not_of("=-") != std::string_view::npos) {
+              tb.message = std::string(trim(l));
+              break;
+            }
+          }
+        }
+      } else {
+        tb.truncated = true;
+        tb.last_line = i > 0 ? i - 1 : 0;
+      }
+    } else {
+      tb.truncated = true;
+      tb.last_line = n - 1;
+    }
+    if (link_next && !chains.empty()) chains.back().tracebacks.push_back(std::move(tb));
+    else chains.push_back(PyChain{{std::move(tb)}});
+    link_next = false;
+  }
+  return chains;
+}
+
+std::vector<PyChain> parsePythonTracebacks(std::string_view text) {
+  return parsePythonTracebacks(splitLines(text));
+}
+
+std::vector<StackThread> parseStackDump(std::string_view text) {
+  std::vector<StackThread> threads;
+  for (std::string_view line : splitLines(text)) {
+    std::string_view t = trim(line);
+    const bool fh_current = startsWith(t, "Current thread 0x");
+    const bool fh_thread = startsWith(t, "Thread 0x");
+    const bool gdb_thread = startsWith(line, "Thread ") && contains(line, "(");
+    if (fh_current || fh_thread || gdb_thread) {
+      StackThread th;
+      th.header = std::string(t);
+      th.current = fh_current;
+      threads.push_back(std::move(th));
+      continue;
+    }
+    if (threads.empty()) continue;
+    if (auto f = parseFrameLine(line)) {
+      threads.back().frames.push_back(std::move(*f));
+      continue;
+    }
+    // gdb: "#3  0x00007f... in foo (a=1) at /src/x.cc:42" or "#0  foo () at x.cc:1".
+    if (startsWith(t, "#")) {
+      PyFrame f;
+      size_t in = t.find(" in ");
+      std::string_view rest = in != std::string_view::npos ? t.substr(in + 4) : t.substr(t.find(' ') + 1);
+      rest = trim(rest);
+      const size_t paren = rest.find(" (");
+      f.function = std::string(rest.substr(0, paren));
+      const size_t at = rest.rfind(" at ");
+      if (at != std::string_view::npos) {
+        std::string_view loc = rest.substr(at + 4);
+        const size_t colon = loc.rfind(':');
+        if (colon != std::string_view::npos && parseInt(loc.substr(colon + 1), f.line)) {
+          f.file = std::string(loc.substr(0, colon));
+        }
+      }
+      threads.back().frames.push_back(std::move(f));
+    }
+  }
+  return threads;
+}
+
+bool isLibraryPath(std::string_view file) {
+  if (file.empty() || startsWith(file, "<")) return true;
+  for (std::string_view lib : {"/lib/python", "site-packages", "dist-packages", "/usr/include", "/libc", "sysdeps/",
+                               "nptl/", "gloo/", "c10/", "aten/", "torch/csrc/", "third_party/"}) {
+    if (contains(file, lib)) return true;
+  }
+  return false;
+}
+
+const PyFrame* userFrame(const std::vector<StackThread>& threads) {
+  auto pick = [](const StackThread& th) -> const PyFrame* {
+    for (const PyFrame& f : th.frames) {
+      if (!isLibraryPath(f.file) && f.line > 0) return &f;
+    }
+    return nullptr;
+  };
+  for (const StackThread& th : threads) {
+    if (th.current) {
+      if (const PyFrame* f = pick(th)) return f;
+    }
+  }
+  for (auto it = threads.rbegin(); it != threads.rend(); ++it) {
+    if (const PyFrame* f = pick(*it)) return f;
+  }
+  return nullptr;
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,169 @@
+// Rank output scanner: runs every evidence parser over a rank's text.
+#include "harness/diagnose/rank_log.h"
+
+#include <string.h>
+
+#include <algorithm>
+
+#include "harness/diagnose/collateral.h"
+#include "harness/diagnose/native_error.h"
+#include "harness/diagnose/text.h"
+
+namespace faultline::diagnose {
+namespace {
+
+void classify(Evidence& e) {
+  if (auto c = classifyCollateral(e.type + ": " + e.message)) {
+    e.collateral = true;
+    e.collateral_reason = collateralKindName(*c);
+  }
+}
+
+}  // namespace
+
+Evidence evidenceFromChain(const PyChain& chain) {
+  const PyTraceback& tb = chain.original();
+  Evidence e;
+  e.kind = Kind::kPythonException;
+  e.origin = "stderr";
+  e.type = tb.type;
+  e.message = tb.message;
+  const PyFrame* loc = nullptr;
+  for (auto it = tb.frames.rbegin(); it != tb.frames.rend(); ++it) {
+    if (!isLibraryPath(it->file)) {
+      loc = &*it;
+      break;
+    }
+  }
+  if (!loc) loc = tb.innermost();
+  if (loc) {
+    e.location = Location{loc->file, loc->line};
+    e.source_line = loc->source;
+  }
+  for (size_t i = chain.tracebacks.size(); i-- > 1;) {
+    const PyTraceback& outer = chain.tracebacks[i];
+    e.chain.push_back(outer.type + (outer.message.empty() ? "" : ": " + outer.message));
+  }
+  classify(e);
+  refineKind(e);
+  for (const PyTraceback& other : chain.tracebacks) {
+    // A collateral error that triggers another one (peer closed -> cleanup fails) stays collateral.
+    if (auto c = classifyCollateral(other.type + ": " + other.message); c && !e.collateral) {
+      e.collateral = true;
+      e.collateral_reason = collateralKindName(*c);
+    }
+  }
+  return e;
+}
+
+RankLog scanRankLog(std::string_view text) {
+  RankLog out;
+  const std::vector<std::string_view> lines = splitLines(text);
+  const std::vector<PyChain> chains = parsePythonTracebacks(lines);
+  std::vector<std::pair<size_t, size_t>> covered;  // line ranges inside tracebacks
+  struct Found {
+    size_t line;
+    Evidence e;
+  };
+  std::vector<Found> found;
+  for (const PyChain& chain : chains) {
+    covered.emplace_back(chain.tracebacks.front().first_line, chain.tracebacks.back().last_line);
+    if (chain.original().type.empty()) continue;  // truncated: nothing to name
+    found.push_back({chain.tracebacks.front().first_line, evidenceFromChain(chain)});
+  }
+  auto inTraceback = [&](size_t i) {
+    for (const auto& [a, b] : covered) {
+      if (i >= a && i <= b) return true;
+    }
+    return false;
+  };
+  // The per-line parsers run only on lines holding one of their anchors,
+  // found with memmem over the whole text: logs are large, evidence is rare.
+  static constexpr std::string_view kAnchors[] = {
+      "terminate called", "undefined symbol: ", "Fatal Python error", "Segmentation fault", "Bus error",
+      "Floating point exception", "Illegal instruction", "Aborted", "out of memory", "can't allocate memory",
+      "bad_alloc", "MemoryError", "Cannot allocate memory",
+  };
+  std::vector<size_t> hit_lines;
+  for (std::string_view a : kAnchors) {
+    const char* base = text.data();
+    size_t pos = 0;
+    while (pos < text.size()) {
+      const void* p = memmem(base + pos, text.size() - pos, a.data(), a.size());
+      if (!p) break;
+      const size_t off = static_cast<size_t>(static_cast<const char*>(p) - base);
+      // The line holding `off`: the last line starting at or before it.
+      auto it = std::upper_bound(lines.begin(), lines.end(), off, [&](size_t o, std::string_view l) {
+        return o < static_cast<size_t>(l.data() - base);
+      });
+      if (it != lines.begin()) {
+        const size_t li = static_cast<size_t>(it - lines.begin()) - 1;
+        hit_lines.push_back(li);
+        pos = static_cast<size_t>(lines[li].data() - base) + lines[li].size() + 1;  // next line
+      } else {
+        pos = off + 1;
+      }
+    }
+  }
+  std::sort(hit_lines.begin(), hit_lines.end());
+  hit_lines.erase(std::unique(hit_lines.begin(), hit_lines.end()), hit_lines.end());
+  for (size_t i : hit_lines) {
+    const std::string_view l = lines[i];
+    if (inTraceback(i)) continue;
+    if (contains(l, "terminate called")) {
+      const size_t end = std::min(lines.size(), i + 300);
+      std::vector<std::string_view> rest(lines.begin() + static_cast<long>(i), lines.begin() + static_cast<long>(end));
+      if (auto e = parseTerminate(rest)) {
+        classify(*e);
+        refineKind(*e);
+        found.push_back({i, std::move(*e)});
+      }
+      continue;
+    }
+    if (auto e = parseUndefinedSymbol(l)) {
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
+    if (auto e = parseFatalSignal(l)) {
+      // faulthandler prints the stack right after "Fatal Python error".
+      std::string dump;
+      for (size_t k = i + 1; k < lines.size() && k < i + 200; ++k) {
+        dump.append(lines[k]).push_back('\n');
+      }
+      const std::vector<StackThread> threads = parseStackDump(dump);  // must outlive f
+      if (const PyFrame* f = userFrame(threads)) e->location = Location{f->file, f->line};
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
+    if (contains(l, "what():")) continue;  // part of a terminate block
+    if (auto e = parseOom(l)) {
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
+  }
+  std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.line < b.line; });
+  for (auto& f : found) out.errors.push_back(std::move(f.e));
+  // Stack dumps (SIGUSR1 faulthandler output goes to the rank's stderr).
+  if (contains(text, "(most recent call first):")) out.stacks = parseStackDump(text);
+  return out;
+}
+
+const Evidence* terminalError(const std::vector<Evidence>& errors) {
+  const Evidence* last_primary = nullptr;
+  const Evidence* last_collateral = nullptr;
+  const Evidence* last_cpp = nullptr;
+  for (const Evidence& e : errors) {
+    if (e.collateral) {
+      last_collateral = &e;
+    } else {
+      last_primary = &e;
+      if (e.kind == Kind::kCppException || e.kind == Kind::kOom || e.kind == Kind::kUndefinedSymbol) last_cpp = &e;
+    }
+  }
+  if (last_primary && last_primary->kind == Kind::kSignal && last_primary->signal == "SIGABRT" && last_cpp) {
+    return last_cpp;
+  }
+  return last_primary ? last_primary : last_collateral;
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,351 @@
+// Gathers a run directory into a RunInput.
+#include "harness/diagnose/run_input.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/diagnose/collateral.h"
+#include "harness/diagnose/error_file.h"
+#include "harness/diagnose/native_error.h"
+#include "harness/diagnose/rank_log.h"
+#include "harness/diagnose/text.h"
+#include "harness/model/outcome.h"
+
+namespace faultline::diagnose {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<int> parseRankDir(const std::string& name) {
+  if (name.empty() || name.size() > 6) return std::nullopt;
+  int r = 0;
+  for (char c : name) {
+    if (c < '0' || c > '9') return std::nullopt;
+    r = r * 10 + (c - '0');
+  }
+  return r;
+}
+
+// torchrun --log_dir layout: logs/<run_id>/attempt_<N>/<local_rank>/{stdout,stderr}.log, error.json.
+// Returns the directory of the last attempt, or empty.
+fs::path lastAttemptDir(const fs::path& logs) {
+  std::error_code ec;
+  if (!fs::is_directory(logs, ec)) return {};
+  fs::path best;
+  int best_n = -1;
+  for (const auto& run : fs::directory_iterator(logs, ec)) {
+    if (!run.is_directory(ec)) continue;
+    if (startsWith(run.path().filename().string(), "attempt_")) {
+      // --log_dir pointed straight at a run id directory.
+      const int n = std::atoi(run.path().filename().string().c_str() + 8);
+      if (n > best_n) best_n = n, best = run.path();
+      continue;
+    }
+    for (const auto& att : fs::directory_iterator(run.path(), ec)) {
+      const std::string name = att.path().filename().string();
+      if (!att.is_directory(ec) || !startsWith(name, "attempt_")) continue;
+      const int n = std::atoi(name.c_str() + 8);
+      if (n > best_n) best_n = n, best = att.path();
+    }
+  }
+  return best;
+}
+
+void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
+  // Failures are reported on stderr; stdout gets a shorter look (2>&1 setups).
+  auto text = readTail(p.string(), is_stderr ? kMaxLogBytes : kMaxLogBytes / 4);
+  if (!text || text->empty()) return;
+  r.started = true;
+  r.sources.push_back(p.filename().string());
+  RankLog log = scanRankLog(*text);
+  for (Evidence& e : log.errors) {
+    e.origin = p.filename().string();
+    r.errors.push_back(std::move(e));
+  }
+  for (StackThread& t : log.stacks) r.stacks.push_back(std::move(t));
+  if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(*text, 4096));
+}
+
+void addErrorFile(RankInput& r, const fs::path& p) {
+  auto text = readTail(p.string(), 1 << 20);
+  if (!text) return;
+  if (auto e = parseErrorFile(*text)) {
+    r.started = true;
+    r.errors.push_back(std::move(*e));
+  }
+}
+
+void addStacks(RankInput& r, const fs::path& p) {
+  auto text = readTail(p.string());
+  if (!text || text->empty()) return;
+  for (StackThread& t : parseStackDump(*text)) r.stacks.push_back(std::move(t));
+}
+
+}  // namespace
+
+Evidence evidenceFromEvent(const Event& e) {
+  Evidence ev;
+  ev.origin = "events.jsonl";
+  ev.t_ns = e.t;
+  ev.type = e.type;
+  // c10::Error's what() carries "Exception raised from ..." and a frame list: keep the first line.
+  const size_t nl = e.message.find('\n');
+  ev.message = e.message.substr(0, nl);
+  if (!e.file.empty() && e.line > 0) ev.location = Location{e.file, static_cast<int>(e.line)};
+  if (!ev.location && nl != std::string::npos) ev.location = parseC10Location(e.message);
+  if (e.kind == "signal") {
+    ev.kind = Kind::kSignal;
+    ev.signal = e.type;
+  } else if (e.kind == "undefined_symbol") {
+    ev.kind = Kind::kUndefinedSymbol;
+  } else if (e.kind == "oom") {
+    ev.kind = Kind::kOom;
+  } else if (e.kind == "python_exception") {
+    ev.kind = Kind::kPythonException;
+  } else {
+    ev.kind = Kind::kCppException;
+  }
+  // Native backtrace frames: "#1 0x55 ns::fn()+0x2 (/path/bin+0x1471d)" or "... at file.cc:42".
+  for (const std::string& fr : e.stack) {
+    std::string_view f = fr;
+    if (startsWith(f, "#")) {
+      const size_t sp = f.find(' ');
+      f = sp == std::string_view::npos ? std::string_view() : trim(f.substr(sp + 1));
+      if (startsWith(f, "0x")) {
+        const size_t sp2 = f.find(' ');
+        f = sp2 == std::string_view::npos ? std::string_view() : trim(f.substr(sp2 + 1));
+      }
+    }
+    if (f.empty() || f.front() == '(') continue;  // no symbol
+    // Frames in the C and C++ runtimes (signal trampolines, abort, terminate) say nothing.
+    if (contains(f, "/libc.so") || contains(f, "libstdc++") || contains(f, "libgcc") || contains(f, "libpthread")) {
+      continue;
+    }
+    std::string_view fn = f.substr(0, std::min(f.find("+0x"), f.find(" (")));
+    if (fn.empty() || contains(fn, "fl_probe") || contains(fn, "faultline::probe") || startsWith(fn, "__") ||
+        startsWith(fn, "_start") || fn == "main" || contains(fn, "raise") || contains(fn, "abort") ||
+        contains(fn, "pthread_") || contains(fn, "std::terminate") || contains(fn, "__cxxabi")) {
+      continue;
+    }
+    if (ev.function.empty()) {
+      ev.function = demangle(std::string(fn));
+      // "ns::fn(long, argument, list)" reads better as "ns::fn(...)" in a one-line summary.
+      const size_t paren = ev.function.find('(');
+      if (ev.function.size() > 60 && paren != std::string::npos) ev.function = ev.function.substr(0, paren) + "(...)";
+    }
+    const size_t at = fr.rfind(" at ");
+    if (!ev.location && at != std::string::npos) {
+      const std::string loc = fr.substr(at + 4);
+      const size_t colon = loc.rfind(':');
+      if (colon != std::string::npos && !isLibraryPath(loc.substr(0, colon))) {
+        ev.location = Location{loc.substr(0, colon), std::atoi(loc.c_str() + colon + 1)};
+      }
+    }
+    if (!ev.function.empty()) break;
+  }
+  if (auto c = classifyCollateral(ev.type + ": " + ev.message)) {
+    ev.collateral = true;
+    ev.collateral_reason = collateralKindName(*c);
+  }
+  refineKind(ev);
+  return ev;
+}
+
+RunInput loadRun(const std::string& dir, const Report& report) {
+  RunInput in;
+  in.dir = dir;
+  in.launcher_name = report.stack.launcher;
+  in.world_size = report.stack.world_size;
+  const fs::path root(dir);
+  std::error_code ec;
+
+  if (fs::exists(root / "supervisor.json", ec)) {
+    auto rec = readSupervisorRecord((root / "supervisor.json").string());
+    if (rec) in.supervisor = std::move(*rec);
+  }
+  auto rankAt = [&](int r) -> RankInput& {
+    RankInput& ri = in.ranks[r];
+    ri.rank = r;
+    return ri;
+  };
+  // Exit facts: the supervisor's record, else what the report already holds.
+  if (in.supervisor) {
+    const SupervisorRecord& s = *in.supervisor;
+    if (s.world_size > 0) in.world_size = s.world_size;
+    if (!s.launcher.empty()) in.launcher_name = s.launcher;
+    for (const SupervisedRank& sr : s.ranks) {
+      RankInput& r = rankAt(sr.rank);
+      r.pid = sr.pid;
+      r.started = true;
+      r.start_ns = sr.start_ns;
+      r.exit_ns = sr.exit_ns;
+      r.exit_code = sr.exit_code;
+      r.signal = sr.signal;
+      r.exit_known = sr.exit_code.has_value() || sr.signal.has_value();
+      r.killed_by_teardown = sr.killed_by_teardown;
+    }
+    // External mode: exits of descendants the supervisor attributed to a rank.
+    for (const ProcessExit& pe : s.process_exits) {
+      if (!pe.rank) continue;
+      RankInput& r = rankAt(*pe.rank);
+      r.started = true;
+      if (r.exit_known && r.pid && *r.pid != pe.pid) continue;  // another process of that rank
+      if (!r.pid) r.pid = pe.pid;
+      if (!r.exit_ns) r.exit_ns = pe.t_ns;
+      if (!r.exit_known) {
+        r.exit_code = pe.exit_code;
+        r.signal = pe.signal;
+        r.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
+      }
+    }
+    for (const SignalSent& sig : s.teardown.signals) {
+      if (sig.rank && (sig.signal == "SIGTERM" || sig.signal == "SIGKILL") && in.ranks.count(*sig.rank)) {
+        RankInput& r = rankAt(*sig.rank);
+        // Signalled in teardown and then died of a signal: the teardown ended it.
+        if (!r.exit_known || (r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL"))) {
+          r.killed_by_teardown = true;
+        }
+      }
+    }
+    if (s.launcher_process) {
+      in.launcher_exit_code = s.launcher_process->exit_code;
+      in.launcher_signal = s.launcher_process->signal;
+    }
+  } else {
+    for (const RankReport& rr : report.ranks) {
+      RankInput& r = rankAt(rr.rank);
+      r.pid = rr.pid;
+      r.exit_code = rr.exit_code;
+      r.signal = rr.signal;
+      r.exit_known = rr.exit_code.has_value() || rr.signal.has_value();
+      if (rr.pid) r.started = true;
+    }
+  }
+  if (!in.launcher_exit_code && !in.launcher_signal) {
+    in.launcher_exit_code = report.launcher.exit_code;
+    in.launcher_signal = report.launcher.signal;
+  }
+
+  // Per-rank directories.
+  const fs::path ranks_dir = root / "ranks";
+  if (fs::is_directory(ranks_dir, ec)) {
+    for (const auto& d : fs::directory_iterator(ranks_dir, ec)) {
+      auto r = parseRankDir(d.path().filename().string());
+      if (!r || !d.is_directory(ec)) continue;
+      RankInput& ri = rankAt(*r);
+      addLog(ri, d.path() / "stderr", true);
+      addLog(ri, d.path() / "stdout", false);
+      addErrorFile(ri, d.path() / "error.json");
+      addStacks(ri, d.path() / "stacks.txt");
+      ri.events = readEvents((d.path() / "events.jsonl").string());
+      if (!ri.events.events.empty()) ri.started = true;
+    }
+  }
+
+  // The launcher: its stderr, torchrun's per-rank log files, spawn children.
+  const fs::path ldir = root / "launcher";
+  auto lerr = readTail((ldir / "stderr").string());
+  const fs::path attempt = lastAttemptDir(ldir / "logs");
+  if (lerr) {
+    in.launcher = parseLauncherLog(*lerr);
+    const LauncherLog& L = *in.launcher;
+    // Without per-rank log files, rank lines prefixed "[default1]:" are the rank's output.
+    if (attempt.empty()) {
+      std::map<int, std::string> demuxed;
+      for (std::string_view l : splitLines(*lerr)) {
+        if (auto p = splitRankPrefix(l)) demuxed[p->local_rank].append(p->text).push_back('\n');
+      }
+      for (auto& [r, text] : demuxed) {
+        RankInput& ri = rankAt(r);
+        ri.started = true;
+        RankLog log = scanRankLog(text);
+        for (Evidence& e : log.errors) {
+          e.origin = "launcher/stderr";
+          ri.errors.push_back(std::move(e));
+        }
+        for (StackThread& t : log.stacks) ri.stacks.push_back(std::move(t));
+        if (ri.stderr_tail.empty()) ri.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
+      }
+    }
+    if (L.spawn_rank) {
+      RankInput& ri = rankAt(*L.spawn_rank);
+      ri.started = true;
+      if (L.spawn_chain) {
+        Evidence e = evidenceFromChain(*L.spawn_chain);
+        e.origin = "launcher/stderr";
+        ri.errors.push_back(std::move(e));
+      }
+      if (!ri.exit_known) {
+        if (L.spawn_signal) ri.signal = L.spawn_signal, ri.exit_known = true;
+        else if (L.spawn_exit_code) ri.exit_code = L.spawn_exit_code, ri.exit_known = true;
+        else if (L.spawn_chain) ri.exit_code = 1, ri.exit_known = true;
+      }
+      // torch.multiprocessing.spawn terminates every other child once one fails.
+      for (auto& [r, other] : in.ranks) {
+        if (r != *L.spawn_rank && !other.exit_known) other.killed_by_teardown = true;
+      }
+    }
+    // torchrun's failure entries give exit status (never the choice of root cause).
+    for (const LauncherFailure& f : L.failures) {
+      if (f.rank < 0) continue;
+      RankInput& ri = rankAt(f.rank);
+      ri.started = true;
+      if (!ri.pid && f.pid) ri.pid = f.pid;
+      if (!ri.exit_known && (f.exit_code || f.signal)) {
+        ri.exit_code = f.exit_code;
+        ri.signal = f.signal;
+        ri.exit_known = true;
+      }
+    }
+  }
+  if (!attempt.empty()) {
+    for (const auto& d : fs::directory_iterator(attempt, ec)) {
+      auto r = parseRankDir(d.path().filename().string());
+      if (!r || !d.is_directory(ec)) continue;
+      RankInput& ri = rankAt(*r);  // single node: local rank == rank
+      addLog(ri, d.path() / "stderr.log", true);
+      addLog(ri, d.path() / "stdout.log", false);
+      addErrorFile(ri, d.path() / "error.json");
+    }
+  }
+
+  // Events: pids, the probe's error events, exit codes.
+  for (auto& [r, ri] : in.ranks) {
+    for (const Event& e : ri.events.events) {
+      if (!ri.pid && e.pid > 0) ri.pid = e.pid;
+      if (e.ev == "error") {
+        ri.errors.push_back(evidenceFromEvent(e));
+      } else if (e.ev == "exit" && !ri.exit_known && e.code >= 0) {
+        ri.exit_code = static_cast<int>(e.code);
+        ri.exit_known = true;
+      }
+    }
+  }
+  // torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
+  // "Sending process P closing signal SIGTERM": match pids to ranks.
+  if (in.launcher) {
+    for (auto& [r, ri] : in.ranks) {
+      if (!ri.pid) continue;
+      for (const auto& pe : in.launcher->failed_pids) {
+        if (pe.pid == *ri.pid && !ri.exit_known && pe.exit_code) {
+          if (*pe.exit_code < 0) ri.signal = signalName(-*pe.exit_code);
+          else ri.exit_code = pe.exit_code;
+          ri.exit_known = true;
+        }
+      }
+      for (int pid : in.launcher->sigterm_pids) {
+        if (pid == *ri.pid) ri.killed_by_teardown = true;
+      }
+    }
+  }
+  if (in.world_size <= 0) {
+    for (const auto& [r, ri] : in.ranks) in.world_size = std::max(in.world_size, r + 1);
+    for (const auto& [r, ri] : in.ranks) {
+      for (const Event& e : ri.events.events) {
+        if (e.ev == "start" && e.world_size > in.world_size) in.world_size = static_cast<int>(e.world_size);
+      }
+    }
+  }
+  return in;
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,59 @@
+// Everything diagnosis needs from a run directory, gathered per rank: exit
+// facts (supervisor.json, else the launcher's own report), output, error
+// files, stack dumps and events. Plain data, so analysis can be tested on
+// hand-built inputs as well as on captured run directories.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/diagnose/events.h"
+#include "harness/diagnose/evidence.h"
+#include "harness/diagnose/launcher_log.h"
+#include "harness/diagnose/python_traceback.h"
+#include "harness/model/report.h"
+#include "harness/model/supervisor_record.h"
+
+namespace faultline::diagnose {
+
+struct RankInput {
+  int rank = 0;
+  std::optional<int> pid;
+  bool started = false;       // any sign the process ran (supervisor, output, events)
+  bool exit_known = false;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal;
+  std::optional<int64_t> start_ns;
+  std::optional<int64_t> exit_ns;
+  bool killed_by_teardown = false;
+  std::vector<Evidence> errors;     // from output, error file, spawn parent, events
+  std::vector<StackThread> stacks;  // stacks.txt and dumps in output
+  EventLog events;
+  std::string stderr_tail;
+  std::vector<std::string> sources;  // which files were read, for the diagnosis text
+};
+
+struct RunInput {
+  std::string dir;
+  std::optional<SupervisorRecord> supervisor;
+  std::map<int, RankInput> ranks;
+  std::optional<LauncherLog> launcher;  // when the launcher's stderr exists
+  std::optional<int> launcher_exit_code;
+  std::optional<std::string> launcher_signal;
+  std::string launcher_name;  // "builtin", "external", "torchrun"...
+  int world_size = 0;
+};
+
+// The probe's `error` event as evidence: first line of the message, location
+// from file/line or c10's "Exception raised from", the innermost user function
+// of the native backtrace.
+Evidence evidenceFromEvent(const Event& e);
+
+// Reads a run directory. `report` supplies what the harness already knows
+// (ranks with pid/exit status, launcher exit) when supervisor.json is absent.
+RunInput loadRun(const std::string& dir, const Report& report);
+
+}  // namespace faultline::diagnose

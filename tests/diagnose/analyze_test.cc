@@ -1,0 +1,244 @@
+// Root-cause rules on hand-built runs: earliest primary by ns, collateral never
+// the root cause, only-collateral says so, hangs, shutdown hangs, launcher errors.
+#include "harness/diagnose/analyze.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/diagnose/event_builder.h"
+
+namespace faultline::diagnose {
+namespace {
+
+using testing::History;
+
+Evidence pyError(const std::string& type, const std::string& msg, const std::string& file, int line) {
+  Evidence e;
+  e.kind = Kind::kPythonException;
+  e.type = type;
+  e.message = msg;
+  e.location = Location{file, line};
+  e.origin = "stderr";
+  return e;
+}
+
+Evidence peerClosed() {
+  Evidence e = pyError("RuntimeError", "[pair.cc:598] Connection closed by peer", "/app/train.py", 50);
+  e.collateral = true;
+  e.collateral_reason = "a peer closed the connection";
+  return e;
+}
+
+RankInput& addRank(RunInput& in, int r, std::optional<int> code, std::optional<std::string> sig = std::nullopt,
+                   std::optional<int64_t> exit_ns = std::nullopt) {
+  RankInput& ri = in.ranks[r];
+  ri.rank = r;
+  ri.started = true;
+  ri.exit_known = code.has_value() || sig.has_value();
+  ri.exit_code = code;
+  ri.signal = sig;
+  ri.exit_ns = exit_ns;
+  in.world_size = std::max(in.world_size, r + 1);
+  return ri;
+}
+
+const RankVerdict& verdict(const Diagnosis& d, int r) {
+  for (const auto& v : d.ranks) {
+    if (v.rank == r) return v;
+  }
+  throw std::runtime_error("no rank");
+}
+
+TEST(Analyze, CleanRunHasNoRootCause) {
+  RunInput in;
+  addRank(in, 0, 0);
+  addRank(in, 1, 0);
+  Diagnosis d = analyzeRun(in);
+  EXPECT_FALSE(d.root_cause);
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kClean);
+}
+
+TEST(Analyze, CollateralIsNeverTheRootCauseEvenWhenEarlier) {
+  // Rank 0's peer error is logged first (torchrun would pick it); rank 1 is at fault.
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 1'000).errors.push_back(peerClosed());
+  addRank(in, 1, 1, std::nullopt, 2'000).errors.push_back(pyError("NameError", "name 'c' is not defined", "/app/train.py", 42));
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kPythonException);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_EQ(d.root_cause->summary, "rank 1: NameError: name 'c' is not defined (train.py:42)");
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kRootCause);
+  ASSERT_GE(d.root_cause->layers.size(), 2u);
+  EXPECT_EQ(d.root_cause->layers.front().layer, "process");
+  EXPECT_EQ(d.root_cause->layers.back().layer, "error");
+}
+
+TEST(Analyze, EarliestPrimaryByNanoseconds) {
+  // Both in the same wall-clock second; rank 2 failed 3 ms before rank 1.
+  RunInput in;
+  addRank(in, 0, std::nullopt, std::string("SIGTERM"), 1'000'000'009'000'000).killed_by_teardown = true;
+  addRank(in, 1, 1, std::nullopt, 1'000'000'005'000'000).errors.push_back(pyError("ValueError", "late", "/a.py", 1));
+  addRank(in, 2, std::nullopt, std::string("SIGSEGV"), 1'000'000'002'000'000);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kSignal);
+  EXPECT_EQ(d.root_cause->rank, 2);
+  EXPECT_EQ(d.root_cause->signal, "SIGSEGV");
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kKilledByTeardown);
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kCollateral);  // a later, independent failure
+}
+
+TEST(Analyze, OnlyCollateralIsUnknown) {
+  RunInput in;
+  addRank(in, 0, 1).errors.push_back(peerClosed());
+  addRank(in, 1, 1).errors.push_back(peerClosed());
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kUnknown);
+  EXPECT_FALSE(d.root_cause->rank);
+  EXPECT_NE(d.root_cause->summary.find("no primary failure"), std::string::npos);
+}
+
+TEST(Analyze, SigkillWithoutEvidenceIsAPossibleOomKill) {
+  RunInput in;
+  addRank(in, 0, 1).errors.push_back(peerClosed());
+  addRank(in, 1, std::nullopt, std::string("SIGKILL"));
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kSignal);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_NE(d.root_cause->summary.find("possible OOM kill"), std::string::npos);
+}
+
+TEST(Analyze, ExitCodeWithoutEvidence) {
+  RunInput in;
+  addRank(in, 0, 0);
+  addRank(in, 1, 3);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kExitCode);
+  EXPECT_EQ(d.root_cause->exit_code, 3);
+  EXPECT_EQ(d.root_cause->summary, "rank 1: exited with code 3");
+}
+
+TEST(Analyze, HungCollectiveFromEventsWhenOnlyCollateral) {
+  RunInput in;
+  RankInput& r0 = addRank(in, 0, 1);
+  r0.errors.push_back(peerClosed());
+  r0.events = History(0).collective("allreduce", 0, 4).collective("allreduce", 1, 4, false).log();
+  RankInput& r1 = addRank(in, 1, std::nullopt, std::string("SIGTERM"));
+  r1.killed_by_teardown = true;
+  r1.events = History(1).collective("allreduce", 0, 4).log();
+  StackThread th;
+  th.current = true;
+  th.frames.push_back(PyFrame{"/usr/lib/python3.11/threading.py", 320, "wait", ""});
+  th.frames.push_back(PyFrame{"/app/train.py", 77, "main", ""});
+  r1.stacks.push_back(th);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kHungCollective);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  ASSERT_TRUE(d.root_cause->collective);
+  EXPECT_EQ(d.root_cause->collective->seq, 1);
+  EXPECT_EQ(d.root_cause->missing_ranks, (std::vector<int>{1}));
+  EXPECT_EQ(d.root_cause->waiting_ranks, (std::vector<int>{0}));
+  ASSERT_TRUE(d.root_cause->location);
+  EXPECT_EQ(d.root_cause->location->line, 77);
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kRootCause);
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
+}
+
+TEST(Analyze, ShutdownHang) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  in.supervisor = rec;
+  addRank(in, 0, 0).events = History(0).step(0).step(1).ev("pg_destroy").exit(0).log();
+  RankInput& r1 = addRank(in, 1, std::nullopt, std::string("SIGTERM"));
+  r1.killed_by_teardown = true;
+  r1.events = History(1).step(0).step(1).log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kShutdownHang);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kRootCause);
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kClean);
+}
+
+TEST(Analyze, UninstrumentedHangIsATimeoutWithStacks) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.detail = "no output for 5 s";
+  in.supervisor = rec;
+  RankInput& r0 = addRank(in, 0, std::nullopt, std::string("SIGTERM"));
+  r0.killed_by_teardown = true;
+  StackThread th;
+  th.frames.push_back(PyFrame{"/src/train.cc", 12, "waitForever", ""});
+  r0.stacks.push_back(th);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
+  EXPECT_EQ(d.root_cause->summary, "no progress: no output for 5 s");
+  ASSERT_EQ(d.root_cause->layers.size(), 2u);
+  EXPECT_EQ(d.root_cause->layers[0].text, "rank 0 at train.cc:12 in waitForever");
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kKilledByTeardown);
+}
+
+TEST(Analyze, LauncherErrorBeforeAnyRankStarted) {
+  RunInput in;
+  in.launcher_exit_code = 1;
+  LauncherLog log;
+  PyTraceback tb;
+  tb.type = "AttributeError";
+  tb.message = "'NoneType' object has no attribute 'get'";
+  tb.frames.push_back(PyFrame{"/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing/api.py", 162,
+                              "to_map", ""});
+  log.wrapper = tb;
+  log.launcher_crashed = true;
+  in.launcher = log;
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kLauncherError);
+  EXPECT_FALSE(d.root_cause->rank);
+  EXPECT_EQ(d.root_cause->exception_type, "AttributeError");
+  EXPECT_EQ(d.root_cause->location->line, 162);
+}
+
+TEST(Analyze, RendezvousFailure) {
+  RunInput in;
+  in.world_size = 3;
+  Evidence store = pyError("RuntimeError", "Socket Timeout", "/app/train.py", 5);
+  store.collateral = true;
+  store.collateral_reason = "the store/rendezvous timed out";
+  addRank(in, 0, 1).errors.push_back(store);
+  addRank(in, 1, 1).errors.push_back(store);
+  Diagnosis d = analyzeRun(in);  // rank 2 never showed up
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kRendezvousFailure);
+  EXPECT_EQ(d.root_cause->rank, 2);
+}
+
+TEST(Analyze, LauncherLayerNamesTorchrunsWrongChoice) {
+  RunInput in;
+  addRank(in, 0, 1).errors.push_back(peerClosed());
+  addRank(in, 1, 1).errors.push_back(pyError("NameError", "name 'c' is not defined", "/app/train.py", 42));
+  LauncherLog log;
+  PyTraceback tb;
+  tb.type = "torch.distributed.elastic.multiprocessing.errors.ChildFailedError";
+  tb.message = "train.py FAILED";
+  log.wrapper = tb;
+  log.claimed_root_rank = 0;
+  in.launcher = log;
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  ASSERT_FALSE(d.root_cause->layers.empty());
+  EXPECT_EQ(d.root_cause->layers[0].layer, "launcher");
+  EXPECT_NE(d.root_cause->layers[0].text.find("named rank 0"), std::string::npos);
+  EXPECT_NE(d.root_cause->layers[0].text.find("wrong"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace faultline::diagnose

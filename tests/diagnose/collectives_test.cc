@@ -1,0 +1,105 @@
+// Hangs and mismatches from collective_begin/end, on hand-written histories.
+#include "harness/diagnose/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/diagnose/event_builder.h"
+
+namespace faultline::diagnose {
+namespace {
+
+using testing::History;
+
+std::map<int, const EventLog*> view(const std::vector<EventLog>& logs) {
+  std::map<int, const EventLog*> m;
+  for (size_t i = 0; i < logs.size(); ++i) m[static_cast<int>(i)] = &logs[i];
+  return m;
+}
+
+TEST(HungCollective, RankNeverEntersAndSleeps) {
+  std::vector<EventLog> logs = {
+      History(0).collective("allreduce", 0, 10).collective("allreduce", 1, 10).collective("allreduce", 2, 10, false).log(),
+      History(1).collective("allreduce", 0, 10).collective("allreduce", 1, 10).log(),
+      History(2).collective("allreduce", 0, 10).collective("allreduce", 1, 10).collective("allreduce", 2, 10, false).log(),
+  };
+  auto v = findHungCollective(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::kHungCollective);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_EQ(v->collective.op, "allreduce");
+  EXPECT_EQ(v->collective.seq, 2);
+  EXPECT_EQ(v->missing, (std::vector<int>{1}));
+  EXPECT_EQ(v->waiting, (std::vector<int>{0, 2}));
+  EXPECT_EQ(v->detail, "rank 1 never entered allreduce #2; ranks 0 and 2 waited in a collective");
+}
+
+TEST(HungCollective, RankSkipsOneAndGoesOn) {
+  // Rank 1 skips seq 2; Gloo pairs its seq 3 with the others' seq 2, so the
+  // others end up waiting in seq 3 while rank 1 has finished.
+  std::vector<EventLog> logs = {
+      History(0).collective("allreduce", 1, 10).collective("allreduce", 2, 10).collective("allreduce", 3, 10, false).log(),
+      History(1).collective("allreduce", 1, 10).collective("allreduce", 3, 10).log(),
+  };
+  auto v = findHungCollective(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_EQ(v->collective.seq, 2);
+  EXPECT_EQ(v->waiting, (std::vector<int>{0}));
+}
+
+TEST(HungCollective, EveryRankEnteredIt) {
+  std::vector<EventLog> logs = {
+      History(0).collective("barrier", 5, 0, false).log(),
+      History(1).collective("barrier", 5, 0, false).log(),
+  };
+  auto v = findHungCollective(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->rank);
+  EXPECT_TRUE(v->missing.empty());
+  EXPECT_EQ(v->collective.seq, 5);
+}
+
+TEST(HungCollective, NoneWhenEverythingEnded) {
+  std::vector<EventLog> logs = {History(0).collective("allreduce", 0, 1).log(),
+                                History(1).collective("allreduce", 0, 1).log()};
+  EXPECT_FALSE(findHungCollective(view(logs)));
+  EXPECT_FALSE(findHungCollective({}));
+}
+
+TEST(CollectiveMismatch, SizeMismatchMajority) {
+  std::vector<EventLog> logs = {
+      History(0).collective("allreduce", 0, 100).collective("allreduce", 1, 100, false).log(),
+      History(1).collective("allreduce", 0, 100).collective("allreduce", 1, 99, false).log(),
+      History(2).collective("allreduce", 0, 100).collective("allreduce", 1, 100, false).log(),
+  };
+  auto v = findCollectiveMismatch(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, Kind::kCollectiveMismatch);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_EQ(v->collective.seq, 1);
+  EXPECT_EQ(v->collective.op, "allreduce");
+}
+
+TEST(CollectiveMismatch, TwoRanksTieBrokenByNovelCall) {
+  // Two ranks disagree: the call never seen before (broadcast) is the odd one.
+  std::vector<EventLog> logs = {
+      History(0).collective("allreduce", 0, 100).collective("allreduce", 1, 100).collective("allreduce", 2, 100, false).log(),
+      History(1).collective("allreduce", 0, 100).collective("allreduce", 1, 100).collective("broadcast", 2, 100, false).log(),
+  };
+  auto v = findCollectiveMismatch(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rank, 1);
+  EXPECT_EQ(v->collective.seq, 2);
+  EXPECT_NE(v->detail.find("broadcast"), std::string::npos);
+}
+
+TEST(CollectiveMismatch, NoneForMatchingCalls) {
+  std::vector<EventLog> logs = {History(0).collective("allreduce", 0, 5).log(),
+                                History(1).collective("allreduce", 0, 5).log()};
+  EXPECT_FALSE(findCollectiveMismatch(view(logs)));
+  std::vector<EventLog> one = {History(0).collective("allreduce", 0, 5).log()};
+  EXPECT_FALSE(findCollectiveMismatch(view(one)));
+}
+
+}  // namespace
+}  // namespace faultline::diagnose

@@ -1,0 +1,103 @@
+// Hand-written event histories for analysis and findings tests.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "harness/diagnose/events.h"
+
+namespace faultline::diagnose::testing {
+
+class History {
+ public:
+  explicit History(int rank, int64_t t0 = 1'000'000'000) : rank_(rank), t_(t0) {}
+
+  History& at(int64_t t_ms) {
+    t_ = 1'000'000'000 + t_ms * 1'000'000;
+    return *this;
+  }
+  History& ev(const std::string& name) {
+    Event e;
+    e.ev = name;
+    return push(std::move(e));
+  }
+  History& collective(const std::string& op, int64_t seq, int64_t numel, bool ended = true) {
+    Event b;
+    b.ev = "collective_begin";
+    b.op = op;
+    b.seq = seq;
+    b.numel = numel;
+    push(b);
+    if (ended) {
+      b.ev = "collective_end";
+      push(b);
+    }
+    return *this;
+  }
+  History& step(int64_t s, bool ended = true) {
+    Event e;
+    e.ev = "step_begin";
+    e.step = s;
+    push(e);
+    if (ended) {
+      e.ev = "step_end";
+      push(e);
+    }
+    return *this;
+  }
+  History& fingerprint(int64_t step, const std::string& hash) {
+    Event e;
+    e.ev = "fingerprint";
+    e.what = "params";
+    e.step = step;
+    e.hash = hash;
+    return push(std::move(e));
+  }
+  History& metric(const std::string& name, double v, const std::string& scope, int64_t step) {
+    Event e;
+    e.ev = "metric";
+    e.name = name;
+    e.value = v;
+    e.scope = scope;
+    e.step = step;
+    return push(std::move(e));
+  }
+  History& samples(int64_t epoch, std::vector<int64_t> idx, const std::string& hash = "") {
+    Event e;
+    e.ev = "samples";
+    e.epoch = epoch;
+    e.count = static_cast<int64_t>(idx.size());
+    e.indices = std::move(idx);
+    e.hash = hash;
+    return push(std::move(e));
+  }
+  History& fileOpen(const std::string& path, const std::string& mode) {
+    Event e;
+    e.ev = "file_open";
+    e.path = path;
+    e.mode = mode;
+    return push(std::move(e));
+  }
+  History& exit(int code) {
+    Event e;
+    e.ev = "exit";
+    e.code = code;
+    return push(std::move(e));
+  }
+  EventLog log() const { return log_; }
+
+ private:
+  History& push(Event e) {
+    e.rank = rank_;
+    e.pid = 1000 + rank_;
+    e.t = t_;
+    t_ += 1'000'000;  // 1 ms apart unless at() says otherwise
+    log_.events.push_back(std::move(e));
+    return *this;
+  }
+  int rank_;
+  int64_t t_;
+  EventLog log_;
+};
+
+}  // namespace faultline::diagnose::testing

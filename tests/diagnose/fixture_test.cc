@@ -1,0 +1,187 @@
+// Every captured run directory in tests/fixtures/diagnose is diagnosed and
+// compared with its hand-written expected.json: kind, rank, type, message,
+// location, symbol, signal, collective, roles and findings.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/diagnose/diagnose.h"
+#include "tests/diagnose/test_util.h"
+
+namespace faultline::diagnose {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::vector<std::string> fixtureNames() {
+  std::vector<std::string> names;
+  for (const auto& d : fs::directory_iterator(testing::fixtureDir())) {
+    if (d.is_directory()) names.push_back(d.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+bool endsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+class Fixture : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Fixture, DiagnosisMatchesExpected) {
+  const std::string dir = testing::fixture(GetParam());
+  const std::string expected_path = dir + "/expected.json";
+  ASSERT_TRUE(fs::exists(expected_path)) << "fixture without expected.json: " << dir;
+  const json want = json::parse(testing::slurp(expected_path));
+
+  Report report;
+  auto ok = diagnoseRun(dir, report);
+  ASSERT_TRUE(ok) << ok.error().str();
+  const json got = toJson(report);
+  SCOPED_TRACE(got["root_cause"].dump(1));
+
+  const json& wrc = want.at("root_cause");
+  const json& grc = got["root_cause"];
+  if (wrc.is_null()) {
+    EXPECT_TRUE(grc.is_null());
+  } else {
+    ASSERT_FALSE(grc.is_null());
+    for (const auto& [key, value] : wrc.items()) {
+      if (key == "location") {
+        ASSERT_FALSE(grc["location"].is_null()) << "location";
+        EXPECT_TRUE(endsWith(grc["location"]["file"].get<std::string>(), value["file"].get<std::string>()))
+            << grc["location"]["file"];
+        EXPECT_EQ(grc["location"]["line"], value["line"]);
+      } else if (key == "summary_contains") {
+        EXPECT_NE(grc["summary"].get<std::string>().find(value.get<std::string>()), std::string::npos)
+            << grc["summary"];
+      } else if (key == "message_starts_with") {
+        EXPECT_EQ(grc["message"].get<std::string>().rfind(value.get<std::string>(), 0), 0u) << grc["message"];
+      } else if (key == "launcher_layer_contains") {
+        ASSERT_FALSE(grc["layers"].empty());
+        EXPECT_EQ(grc["layers"][0]["layer"], "launcher");
+        EXPECT_NE(grc["layers"][0]["text"].get<std::string>().find(value.get<std::string>()), std::string::npos)
+            << grc["layers"][0]["text"];
+      } else {
+        EXPECT_EQ(grc[key], value) << key;
+      }
+    }
+    // The onion is never empty and ends at the innermost error.
+    EXPECT_FALSE(grc["layers"].empty());
+    EXPECT_FALSE(grc["summary"].get<std::string>().empty());
+  }
+  if (want.contains("roles")) {
+    std::map<std::string, std::string> roles;
+    for (const auto& r : got["ranks"]) roles[std::to_string(r["rank"].get<int>())] = r["role"];
+    using RoleMap = std::map<std::string, std::string>;
+    const RoleMap want_roles = want["roles"].get<RoleMap>();
+    EXPECT_EQ(roles, want_roles);
+  }
+  std::set<std::string> kinds;
+  for (const auto& f : got["findings"]) kinds.insert(f["kind"]);
+  EXPECT_EQ(kinds, want.value("findings", std::set<std::string>{})) << got["findings"].dump(1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Captured, Fixture, ::testing::ValuesIn(fixtureNames()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST(FixtureCorpus, TorchrunNamesTheWrongRankWeDoNot) {
+  // The known failure of the launcher (issue 4): its "Root Cause" picks rank 0.
+  Report report;
+  ASSERT_TRUE(diagnoseRun(testing::fixture("torchrun_name_error"), report));
+  ASSERT_TRUE(report.root_cause);
+  EXPECT_EQ(report.root_cause->rank, 1);
+  const std::string stderr_text = testing::slurp(testing::fixture("torchrun_name_error/launcher/stderr"));
+  const size_t rc = stderr_text.find("Root Cause (first observed failure):");
+  ASSERT_NE(rc, std::string::npos);
+  EXPECT_NE(stderr_text.find("rank      : 0 (local_rank: 0)", rc), std::string::npos);
+}
+
+TEST(FixtureCorpus, MissingDirectoryIsAnIoError) {
+  Report report;
+  auto r = diagnoseRun("/nonexistent/run", report);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kIo);
+}
+
+TEST(FixtureCorpus, EmptyDirectoryIsClean) {
+  const std::string dir = ::testing::TempDir() + "/empty_run";
+  fs::create_directories(dir);
+  Report report;
+  ASSERT_TRUE(diagnoseRun(dir, report));
+  EXPECT_FALSE(report.root_cause);
+  EXPECT_TRUE(report.findings.empty());
+}
+
+}  // namespace
+}  // namespace faultline::diagnose
+
+namespace faultline::diagnose {
+namespace {
+
+TEST(FixtureCorpus, DiagnosingTwiceIsIdempotent) {
+  Report report;
+  ASSERT_TRUE(diagnoseRun(testing::fixture("builtin_name_error"), report));
+  const json once = toJson(report);
+  ASSERT_TRUE(diagnoseRun(testing::fixture("builtin_name_error"), report));
+  EXPECT_EQ(toJson(report), once);
+  EXPECT_FALSE(report.timeline.empty());
+}
+
+TEST(FixtureCorpus, KeepsWhatTheHarnessRecorded) {
+  Report report;
+  RankReport r0;
+  r0.rank = 0;
+  r0.pid = 4242;
+  r0.stderr_tail = "from the harness";
+  report.ranks.push_back(r0);
+  ASSERT_TRUE(diagnoseRun(testing::fixture("torchrun_name_error"), report));
+  ASSERT_EQ(report.ranks.size(), 2u);
+  EXPECT_EQ(report.ranks[0].pid, 4242);
+  EXPECT_EQ(report.ranks[0].stderr_tail, "from the harness");
+  EXPECT_EQ(report.ranks[0].role, RankRole::kCollateral);
+  EXPECT_EQ(report.ranks[1].role, RankRole::kRootCause);
+  EXPECT_NE(report.ranks[1].stderr_tail.find("NameError"), std::string::npos);  // from torchrun's log file
+}
+
+}  // namespace
+}  // namespace faultline::diagnose
+
+#include "harness/diagnose/error_file.h"
+#include "harness/diagnose/events.h"
+#include "harness/diagnose/launcher_log.h"
+#include "harness/diagnose/rank_log.h"
+
+namespace faultline::diagnose {
+namespace {
+
+// Every captured text cut at many points, and with bytes flipped, goes through
+// every parser without a crash (run under ASan/UBSan to mean something).
+TEST(FixtureCorpus, ParsersSurviveTruncatedAndCorruptedCaptures) {
+  size_t files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(testing::fixtureDir())) {
+    if (!e.is_regular_file() || e.file_size() > (1 << 20)) continue;
+    const std::string name = e.path().filename().string();
+    if (name == "expected.json" || name == "capture.sh" || name == "README.md") continue;
+    const std::string text = testing::slurp(e.path().string());
+    ++files;
+    const size_t step = std::max<size_t>(1, text.size() / 61);
+    for (size_t cut = 0; cut <= text.size(); cut += step) {
+      std::string t = text.substr(0, cut);
+      if (!t.empty()) t[t.size() / 2] = static_cast<char>(0xFF);
+      (void)scanRankLog(t);
+      (void)parseLauncherLog(t);
+      (void)parseEvents(t);
+      (void)parseErrorFile(t);
+      (void)parseStackDump(t);
+    }
+  }
+  EXPECT_GT(files, 50u);
+}
+
+}  // namespace
+}  // namespace faultline::diagnose

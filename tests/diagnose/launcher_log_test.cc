@@ -1,0 +1,115 @@
+// Launcher output: torchrun's ChildFailedError block (never trusted for the
+// root cause), its own crash, spawn's ProcessRaisedException, CalledProcessError.
+#include "harness/diagnose/launcher_log.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/diagnose/test_util.h"
+
+namespace faultline::diagnose {
+namespace {
+
+using testing::fixture;
+using testing::slurp;
+
+TEST(LauncherLog, TorchrunChildFailedErrorBlock) {
+  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun_name_error/launcher/stderr")));
+  ASSERT_TRUE(log.wrapper);
+  EXPECT_EQ(log.wrapper->shortType(), "ChildFailedError");
+  EXPECT_FALSE(log.launcher_crashed);
+  // Real torchrun 1.13 output: rank 1 raised the NameError, yet torchrun's
+  // "Root Cause (first observed failure)" names rank 0 (whole-second stamps, ties to local rank 0).
+  ASSERT_TRUE(log.claimed_root_rank);
+  EXPECT_EQ(*log.claimed_root_rank, 0);
+  ASSERT_EQ(log.failures.size(), 2u);
+  EXPECT_EQ(log.failures[0].rank, 1);
+  EXPECT_EQ(log.failures[0].local_rank, 1);
+  EXPECT_EQ(log.failures[0].exit_code, 1);
+  EXPECT_TRUE(log.failures[0].pid.has_value());
+  EXPECT_FALSE(log.failures[0].root_cause_block);
+  EXPECT_TRUE(log.failures[1].root_cause_block);
+  EXPECT_EQ(log.failed_pids.size(), 1u);
+  // The rank tracebacks tee'd with "[defaultN]:" are not the launcher's.
+  EXPECT_TRUE(log.unattributed.empty());
+}
+
+TEST(LauncherLog, TorchrunDefaultFlagsCrash) {
+  // Debian torchrun 1.13 on Python 3.11 dies in to_map with its stock flags.
+  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun_default_flags/launcher/stderr")));
+  ASSERT_TRUE(log.wrapper);
+  EXPECT_TRUE(log.launcher_crashed);
+  EXPECT_EQ(log.wrapper->type, "AttributeError");
+  EXPECT_EQ(log.wrapper->message, "'NoneType' object has no attribute 'get'");
+  EXPECT_EQ(log.wrapper->innermost()->function, "to_map");
+}
+
+TEST(LauncherLog, SpawnProcessRaisedException) {
+  LauncherLog log = parseLauncherLog(slurp(fixture("spawn_name_error/launcher/stderr")));
+  ASSERT_TRUE(log.spawn_rank);
+  EXPECT_EQ(*log.spawn_rank, 1);
+  ASSERT_TRUE(log.spawn_chain);
+  EXPECT_EQ(log.spawn_chain->final().type, "NameError");
+  EXPECT_EQ(log.spawn_chain->final().innermost()->line, 26);
+  ASSERT_TRUE(log.wrapper);
+  EXPECT_EQ(log.wrapper->shortType(), "ProcessRaisedException");
+  EXPECT_FALSE(log.launcher_crashed);
+}
+
+TEST(LauncherLog, SpawnProcessExitedWithSignal) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/app/run.py\", line 30, in <module>\n"
+      "    mp.spawn(train, nprocs=2)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/spawn.py\", line 149, in join\n"
+      "    raise ProcessExitedException(\n"
+      "torch.multiprocessing.spawn.ProcessExitedException: process 1 terminated with signal SIGSEGV\n";
+  LauncherLog log = parseLauncherLog(text);
+  ASSERT_TRUE(log.spawn_rank);
+  EXPECT_EQ(*log.spawn_rank, 1);
+  EXPECT_EQ(log.spawn_signal, "SIGSEGV");
+}
+
+TEST(LauncherLog, CalledProcessErrorIsAWrapper) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/launch.py\", line 260, in main\n"
+      "    raise subprocess.CalledProcessError(returncode=process.returncode, cmd=cmd)\n"
+      "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-u', 'train.py', '--local_rank=1']' returned "
+      "non-zero exit status 1.\n";
+  LauncherLog log = parseLauncherLog(text);
+  ASSERT_TRUE(log.wrapper);
+  EXPECT_EQ(log.wrapper->shortType(), "CalledProcessError");
+  EXPECT_FALSE(log.launcher_crashed);
+  EXPECT_TRUE(isLauncherWrapperType("subprocess.CalledProcessError"));
+}
+
+TEST(LauncherLog, SignalAsNegativeExitCode) {
+  const std::string text =
+      "Failures:\n  <NO_OTHER_FAILURES>\n"
+      "------------------------------------------------------------\n"
+      "Root Cause (first observed failure):\n"
+      "[0]:\n"
+      "  time      : 2026-11-30_14:10:30\n"
+      "  host      : localhost\n"
+      "  rank      : 3 (local_rank: 3)\n"
+      "  exitcode  : -11 (pid: 4242)\n"
+      "  error_file: <N/A>\n";
+  LauncherLog log = parseLauncherLog(text);
+  ASSERT_EQ(log.failures.size(), 1u);
+  EXPECT_EQ(log.failures[0].rank, 3);
+  EXPECT_EQ(log.failures[0].signal, "SIGSEGV");
+  EXPECT_FALSE(log.failures[0].exit_code);
+  EXPECT_EQ(log.failures[0].pid, 4242);
+}
+
+TEST(LauncherLog, EmptyTruncatedAndBinary) {
+  EXPECT_FALSE(parseLauncherLog("").wrapper);
+  LauncherLog t = parseLauncherLog("Root Cause (first observed failure):\n[1]:\n  exitcode  : ");
+  ASSERT_EQ(t.failures.size(), 1u);
+  EXPECT_FALSE(t.failures[0].exit_code);
+  LauncherLog b = parseLauncherLog(std::string("\x00\xFF\xFE\n[default0]:\xFF\n", 9));
+  EXPECT_FALSE(b.wrapper);
+}
+
+}  // namespace
+}  // namespace faultline::diagnose

@@ -1,0 +1,68 @@
+// Text helpers: UTF-8 repair, line splitting, rank prefixes, bounded reads.
+#include "harness/diagnose/text.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace faultline::diagnose {
+namespace {
+
+TEST(Text, SanitizeKeepsValidUtf8) {
+  EXPECT_EQ(sanitizeUtf8("plain"), "plain");
+  EXPECT_EQ(sanitizeUtf8("caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80");
+}
+
+TEST(Text, SanitizeReplacesInvalidBytes) {
+  EXPECT_EQ(sanitizeUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(sanitizeUtf8("\xC3"), "\xEF\xBF\xBD");                 // truncated sequence
+  EXPECT_EQ(sanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
+  EXPECT_EQ(sanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+}
+
+TEST(Text, SplitLinesHandlesCrLfAndNoFinalNewline) {
+  auto lines = splitLines("a\r\nb\n\nc");
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[0], "a");
+  EXPECT_EQ(lines[1], "b");
+  EXPECT_EQ(lines[2], "");
+  EXPECT_EQ(lines[3], "c");
+  EXPECT_TRUE(splitLines("").empty());
+}
+
+TEST(Text, RankPrefix) {
+  auto p = splitRankPrefix("[default1]:Traceback (most recent call last):");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->local_rank, 1);
+  EXPECT_EQ(p->text, "Traceback (most recent call last):");
+  EXPECT_EQ(splitRankPrefix("[trainer12]:x")->local_rank, 12);
+  EXPECT_FALSE(splitRankPrefix("[1]:"));  // torchrun's failure entries, not a rank prefix
+  EXPECT_FALSE(splitRankPrefix("[./gloo/transport/tcp/pair.cc:598] Connection closed"));
+  EXPECT_FALSE(splitRankPrefix("no prefix"));
+  EXPECT_FALSE(splitRankPrefix("[default]:x"));
+}
+
+TEST(Text, ReadTailCutsAtLineStart) {
+  const std::string path = ::testing::TempDir() + "/tail.txt";
+  {
+    std::ofstream out(path);
+    for (int i = 0; i < 1000; ++i) out << "line " << i << "\n";
+  }
+  auto t = readTail(path, 100);
+  ASSERT_TRUE(t);
+  EXPECT_LE(t->size(), 100u);
+  EXPECT_EQ(t->substr(0, 5), "line ");
+  EXPECT_EQ(t->substr(t->size() - 9), "line 999\n");
+  EXPECT_FALSE(readTail(path + ".missing"));
+  std::remove(path.c_str());
+}
+
+TEST(Text, StripAnsiAndTail) {
+  EXPECT_EQ(stripAnsi("\x1b[31mred\x1b[0m"), "red");
+  EXPECT_EQ(tailOf("aaa\nbbb\nccc", 6), "ccc");
+  EXPECT_EQ(tailOf("short", 100), "short");
+}
+
+}  // namespace
+}  // namespace faultline::diagnose
