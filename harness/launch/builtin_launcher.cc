@@ -1,0 +1,58 @@
+// The builtin launcher: N ranks with the torchrun environment, no pipes.
+#include "harness/launch/launcher.h"
+
+#include <optional>
+#include <utility>
+
+#include "harness/launch/clock.h"
+
+namespace faultline::launch {
+
+std::string launcherKindName(LauncherKind k) { return k == LauncherKind::kBuiltin ? "builtin" : "external"; }
+
+Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement,
+                                    std::vector<LaunchedProcess>& started) {
+  if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
+  if (opts.nproc < 1) return fail(ErrorCode::kBadUsage, "--nproc must be at least 1");
+  const Environment base = currentEnvironment();
+  auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
+  if (!exe) return tl::unexpected(exe.error());
+  if (auto r = layout.create(opts.nproc); !r) return tl::unexpected(r.error());
+  auto port = findFreePort();
+  if (!port) return tl::unexpected(port.error());
+
+  BuiltinLaunch out;
+  out.master_port = *port;
+  std::vector<std::pair<PendingSpawn, int64_t>> pending;
+  std::optional<Error> first_error;
+  for (int rank = 0; rank < opts.nproc && !first_error; ++rank) {
+    SpawnSpec spec;
+    spec.executable = *exe;
+    spec.argv = opts.command;
+    spec.env = toEnvStrings(rankEnvironment(base, layout, {rank, opts.nproc, *port, opts.run_id}));
+    spec.stdout_path = layout.rankStdout(rank);
+    spec.stderr_path = layout.rankStderr(rank);
+    const int64_t t = realtimeNs();
+    auto p = startSpawn(spec, placement);
+    if (!p) {
+      first_error = p.error();
+      first_error->message = "rank " + std::to_string(rank) + ": " + first_error->message;
+      break;
+    }
+    pending.emplace_back(*p, t);
+  }
+  for (size_t rank = 0; rank < pending.size(); ++rank) {
+    auto pid = finishSpawn(pending[rank].first);
+    if (pid) {
+      started.push_back({static_cast<int>(rank), *pid, pending[rank].second});
+    } else if (!first_error) {
+      first_error = pid.error();
+      first_error->message = "rank " + std::to_string(rank) + ": " + first_error->message;
+    }
+  }
+  if (first_error) return tl::unexpected(*first_error);
+  out.ranks = started;
+  return out;
+}
+
+}  // namespace faultline::launch

@@ -1,0 +1,170 @@
+// fork/exec with cgroup placement, pdeathsig and files for stdout/stderr.
+#include "harness/launch/process_spawn.h"
+
+#include <fcntl.h>
+#include <linux/close_range.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+namespace faultline::launch {
+namespace {
+
+// What the child reports through the exec pipe when a step fails.
+struct ChildFailure {
+  int step;
+  int err;
+};
+
+enum Step { kStepCgroup = 1, kStepPdeath, kStepPgid, kStepStdio, kStepCwd, kStepExec };
+
+const char* stepName(int step) {
+  switch (step) {
+    case kStepCgroup: return "write to cgroup.procs";
+    case kStepPdeath: return "prctl(PR_SET_PDEATHSIG)";
+    case kStepPgid: return "setpgid";
+    case kStepStdio: return "redirect stdio";
+    case kStepCwd: return "chdir";
+    case kStepExec: return "execve";
+  }
+  return "child setup";
+}
+
+[[noreturn]] void childFail(int fd, int step) {
+  ChildFailure f{step, errno};
+  (void)!::write(fd, &f, sizeof f);
+  ::_exit(127);
+}
+
+}  // namespace
+
+Result<std::string> resolveExecutable(const std::string& name, const std::string& path_var) {
+  auto executable = [](const std::string& p) {
+    struct stat st{};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (name.empty()) return fail(ErrorCode::kBadUsage, "empty command");
+  if (name.find('/') != std::string::npos) {
+    if (!executable(name)) return fail(ErrorCode::kBadUsage, "not an executable file", name);
+    if (name[0] == '/') return name;
+    char buf[4096];
+    return std::string(::getcwd(buf, sizeof buf) ? buf : ".") + "/" + name;
+  }
+  size_t start = 0;
+  while (start <= path_var.size()) {
+    size_t end = path_var.find(':', start);
+    if (end == std::string::npos) end = path_var.size();
+    // An empty PATH entry means the current directory.
+    std::string candidate = end > start ? path_var.substr(start, end - start) : std::string(".");
+    candidate.append("/").append(name);
+    if (executable(candidate)) {
+      if (candidate[0] != '/') {
+        char buf[4096];
+        candidate = std::string(::getcwd(buf, sizeof buf) ? buf : ".") + "/" + candidate;
+      }
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return fail(ErrorCode::kBadUsage, "command not found in PATH", name);
+}
+
+Result<pid_t> spawnProcess(const SpawnSpec& spec, const Placement& placement) {
+  auto pending = startSpawn(spec, placement);
+  if (!pending) return tl::unexpected(pending.error());
+  return finishSpawn(*pending);
+}
+
+Result<PendingSpawn> startSpawn(const SpawnSpec& spec, const Placement& placement) {
+  // Everything the child touches is prepared before fork: after fork only
+  // async-signal-safe calls are allowed.
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  int out_fd = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (out_fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), spec.stdout_path);
+  int err_fd = spec.stderr_path == spec.stdout_path
+                   ? ::dup(out_fd)
+                   : ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (err_fd < 0) {
+    int e = errno;
+    ::close(out_fd);
+    return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(e), spec.stderr_path);
+  }
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int pipe_fds[2];
+  if (null_fd < 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    int e = errno;
+    ::close(out_fd);
+    ::close(err_fd);
+    if (null_fd >= 0) ::close(null_fd);
+    return fail(ErrorCode::kSystem, std::string("pipe2 failed: ") + std::strerror(e));
+  }
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    for (int fd : {out_fd, err_fd, null_fd, pipe_fds[0], pipe_fds[1]}) ::close(fd);
+    return fail(ErrorCode::kSystem, std::string("fork failed: ") + std::strerror(e));
+  }
+  if (pid == 0) {
+    const int report = pipe_fds[1];
+    // Into the run's cgroup first, so that everything this process ever
+    // forks is contained from its first instruction on.
+    if (placement.cgroup_procs_fd >= 0 && ::write(placement.cgroup_procs_fd, "0", 1) != 1) childFail(report, kStepCgroup);
+    if (placement.pdeath_signal != 0) {
+      if (::prctl(PR_SET_PDEATHSIG, placement.pdeath_signal) != 0) childFail(report, kStepPdeath);
+      if (::getppid() != parent) ::_exit(127);  // the harness died before prctl took effect
+    }
+    if (placement.new_process_group && ::setpgid(0, 0) != 0) childFail(report, kStepPgid);
+    // The harness handles SIGINT/SIGTERM/SIGCHLD; give the child defaults and an empty mask.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s = 1; s < NSIG; ++s) {
+      if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);
+    }
+    if (::dup2(null_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) childFail(report, kStepStdio);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) childFail(report, kStepCwd);
+    // Nothing of the harness leaks into the rank (the guardian pipe above all:
+    // a rank holding it would keep the guardian from seeing the harness die).
+    if (report > 3) ::syscall(SYS_close_range, 3, report - 1, 0);
+    ::syscall(SYS_close_range, report + 1, ~0U, 0);
+    ::execve(spec.executable.c_str(), argv.data(), envp.data());
+    childFail(report, kStepExec);
+  }
+
+  for (int fd : {out_fd, err_fd, null_fd, pipe_fds[1]}) ::close(fd);
+  return PendingSpawn{pid, pipe_fds[0], spec.executable};
+}
+
+Result<pid_t> finishSpawn(PendingSpawn& pending) {
+  ChildFailure f{};
+  ssize_t n;
+  do {
+    n = ::read(pending.report_fd, &f, sizeof f);
+  } while (n < 0 && errno == EINTR);
+  ::close(pending.report_fd);
+  pending.report_fd = -1;
+  if (n == static_cast<ssize_t>(sizeof f)) {
+    int status = 0;
+    while (::waitpid(pending.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return fail(ErrorCode::kSystem, std::string(stepName(f.step)) + " failed: " + std::strerror(f.err),
+                pending.executable);
+  }
+  return pending.pid;
+}
+
+}  // namespace faultline::launch

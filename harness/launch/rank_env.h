@@ -1,0 +1,45 @@
+// The environment each process of a run gets (CONTRACT.md section 2).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "harness/launch/run_layout.h"
+#include "harness/model/error.h"
+
+namespace faultline::launch {
+
+using Environment = std::map<std::string, std::string>;
+
+// The harness's own environment (environ), as a map.
+Environment currentEnvironment();
+
+// Every process of a run carries FAULTLINE_RUN_ID, so the guardian can find
+// the run's processes by environment when no cgroup contains them.
+inline constexpr const char* kRunIdVar = "FAULTLINE_RUN_ID";
+
+struct RankEnvParams {
+  int rank = 0;
+  int world_size = 1;
+  int master_port = 0;
+  std::string run_id;
+};
+
+// base + RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK=0,
+// MASTER_ADDR=127.0.0.1, MASTER_PORT, TORCHELASTIC_ERROR_FILE, FAULTLINE_RUN_DIR,
+// FAULTLINE_EVENTS, FAULTLINE_RUN_ID. Stale FAULTLINE_EVENTS_DIR is removed.
+Environment rankEnvironment(const Environment& base, const RunLayout& layout, const RankEnvParams& p);
+
+// base + FAULTLINE_RUN_DIR, FAULTLINE_EVENTS_DIR=OUT/ranks, FAULTLINE_RUN_ID;
+// rank variables the harness itself may carry are removed, so that only the
+// launcher's children are attributed to ranks.
+Environment launcherEnvironment(const Environment& base, const RunLayout& layout, const std::string& run_id);
+
+// "KEY=VALUE" strings for execve.
+std::vector<std::string> toEnvStrings(const Environment& env);
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+Result<int> findFreePort();
+
+}  // namespace faultline::launch

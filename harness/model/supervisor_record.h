@@ -1,0 +1,108 @@
+// OUT/supervisor.json: what the supervise stage saw, in nanoseconds, for the diagnose stage.
+// Facts only (pids, exit statuses, times, signals sent); no interpretation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/model/error.h"
+#include "harness/model/report.h"
+
+namespace faultline {
+
+inline constexpr const char* kSupervisorSchema = "faultline.supervisor/1";
+
+// One rank process as the supervisor saw it. Times are CLOCK_REALTIME ns, the
+// clock of the events' "t", so the two can be ordered against each other.
+struct SupervisedRank {
+  int rank = 0;
+  int pid = 0;
+  int64_t start_ns = 0;                // spawn time (builtin) or discovery time (external)
+  std::optional<int64_t> exit_ns;      // when the supervisor saw it end
+  std::optional<int> exit_code;        // null when killed by a signal or unknown
+  std::optional<std::string> signal;   // "SIGSEGV"; null when it exited
+  bool killed_by_teardown = false;     // still alive when teardown signalled it, then died
+};
+
+// The external launcher process itself (external mode only).
+struct LauncherProcess {
+  int pid = 0;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal;
+  std::optional<int64_t> exit_ns;
+};
+
+enum class TriggerKind { kRankFailure, kHang, kDeadline, kInterrupt, kNone };
+std::string triggerKindName(TriggerKind k);
+std::optional<TriggerKind> triggerKindFromName(const std::string& name);
+
+// Why the supervisor ended the run. kNone: the stack finished on its own.
+struct Trigger {
+  TriggerKind kind = TriggerKind::kNone;
+  int64_t t_ns = 0;
+  std::optional<int> rank;  // the first failing rank (rank_failure), else null
+  std::string detail;       // e.g. "rank 1 killed by SIGSEGV", "no progress for 5 s; ranks 0,2 in allreduce seq 7"
+};
+
+struct SignalSent {
+  int pid = 0;
+  std::optional<int> rank;  // null for non-rank processes (daemons, launcher)
+  std::string signal;       // "SIGUSR1", "SIGTERM", "SIGKILL"
+  int64_t t_ns = 0;
+};
+
+// A stack dump the teardown asked for: method "sigusr1" (the rank prints it
+// itself, usually to its stderr) or "gdb" (written to path).
+struct StackDump {
+  int rank = 0;
+  int pid = 0;
+  std::string method;
+  std::string path;  // empty for sigusr1
+  bool ok = false;   // gdb exited 0 within its bound / signal delivered
+};
+
+// Any process of the run that ended, as the kernel reported it (external mode,
+// where the launcher reaps its ranks): lets a rank's exit be ordered and
+// attributed even when its RANK could not be read in time (rank null).
+struct ProcessExit {
+  int pid = 0;
+  std::optional<int> rank;
+  int64_t t_ns = 0;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal;
+  std::string cmdline;  // as read at exec; "" when it ended first
+};
+
+struct TeardownRecord {
+  TeardownReport report;  // clean, duration_ms, escalation, survivors, leaks
+  int64_t started_ns = 0;  // 0 when no teardown was needed
+  std::vector<SignalSent> signals;
+  std::vector<StackDump> stack_dumps;
+};
+
+struct SupervisorRecord {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  std::string launcher = "builtin";  // builtin | external
+  std::vector<std::string> command;
+  int world_size = 0;
+  std::string containment = "cgroup";  // cgroup | subreaper
+  std::vector<SupervisedRank> ranks;   // sorted by rank
+  std::optional<LauncherProcess> launcher_process;
+  Trigger trigger;
+  TeardownRecord teardown;
+  std::vector<ProcessExit> process_exits;  // optional in the file; empty under the builtin launcher
+};
+
+nlohmann::json toJson(const SupervisorRecord& r);
+// Names the field that is missing or of the wrong type.
+Result<SupervisorRecord> supervisorRecordFromJson(const nlohmann::json& j);
+Result<SupervisorRecord> readSupervisorRecord(const std::string& path);
+// Atomic (temp file + rename).
+Result<void> writeSupervisorRecord(const SupervisorRecord& r, const std::string& path);
+
+}  // namespace faultline

@@ -1,0 +1,42 @@
+// Shared-memory and port leak detection.
+#include "harness/supervise/leak_check.h"
+
+#include <sys/stat.h>
+
+#include "harness/supervise/proc_fs.h"
+
+namespace faultline::supervise {
+
+void LeakCheck::note(const std::vector<pid_t>& pids) {
+  if (pids.empty()) return;
+  const auto listening = listeningTcpSockets();
+  for (pid_t p : pids) {
+    for (const auto& s : shmPathsOf(p)) shm_.insert(s);
+    for (unsigned long inode : socketInodesOf(p)) {
+      if (auto it = listening.find(inode); it != listening.end()) ports_[inode] = it->second;
+    }
+  }
+}
+
+std::vector<std::string> LeakCheck::leaks(const std::vector<pid_t>& survivors) const {
+  std::vector<std::string> out;
+  // A /dev/shm file outlives every process that mapped it unless one unlinks it.
+  for (const auto& path : shm_) {
+    struct stat st{};
+    if (::stat(path.c_str(), &st) == 0) out.push_back("shm:" + path + " (left behind)");
+  }
+  if (!ports_.empty()) {
+    const auto listening = listeningTcpSockets();
+    for (const auto& [inode, port] : ports_) {
+      if (!listening.count(inode)) continue;
+      std::string holder;
+      for (pid_t p : survivors) {
+        if (socketInodesOf(p).count(inode)) holder = " (held by pid " + std::to_string(p) + ")";
+      }
+      out.push_back("port:" + std::to_string(port) + holder);
+    }
+  }
+  return out;
+}
+
+}  // namespace faultline::supervise

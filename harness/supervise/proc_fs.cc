@@ -1,0 +1,202 @@
+// /proc readers used by containment, watch loop, teardown and leak check.
+#include "harness/supervise/proc_fs.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace faultline::supervise {
+
+std::optional<std::string> readSmallFile(const std::string& path, size_t limit) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string out;
+  char buf[8192];
+  while (out.size() < limit) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::optional<ProcStat> readStat(pid_t pid) {
+  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/stat");
+  if (!text) return std::nullopt;
+  // comm may contain spaces and parentheses: fields start after the last ')'.
+  size_t close = text->rfind(')');
+  if (close == std::string::npos || close + 2 >= text->size()) return std::nullopt;
+  std::istringstream in(text->substr(close + 2));
+  ProcStat st;
+  st.pid = pid;
+  in >> st.state >> st.ppid >> st.pgid;
+  // Field 52 (exit_code) is the 50th after ')' counting state as the 1st.
+  std::string field;
+  std::vector<std::string> rest;
+  while (in >> field) rest.push_back(field);
+  if (rest.size() >= 47) st.exit_code = std::atoi(rest[46].c_str());
+  if (!in.eof() && in.fail() && rest.empty()) return std::nullopt;
+  return st;
+}
+
+std::vector<pid_t> listPids() {
+  std::vector<pid_t> pids;
+  DIR* d = ::opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long v = std::strtol(e->d_name, &end, 10);
+    if (end && *end == '\0' && v > 0) pids.push_back(static_cast<pid_t>(v));
+  }
+  ::closedir(d);
+  return pids;
+}
+
+bool isAlive(pid_t pid) {
+  auto st = readStat(pid);
+  return st && st->state != 'Z' && st->state != 'X';
+}
+
+std::vector<pid_t> descendantsOf(pid_t root) {
+  std::multimap<pid_t, pid_t> children;
+  for (pid_t p : listPids()) {
+    if (auto st = readStat(p)) children.emplace(st->ppid, p);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [b, e] = children.equal_range(p);
+    for (auto it = b; it != e; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> environVar(pid_t pid, const std::string& name) {
+  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/environ", 4 << 20);
+  if (!text) return std::nullopt;
+  const std::string prefix = name + "=";
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t end = text->find('\0', pos);
+    if (end == std::string::npos) end = text->size();
+    if (text->compare(pos, prefix.size(), prefix) == 0) return text->substr(pos + prefix.size(), end - pos - prefix.size());
+    pos = end + 1;
+  }
+  return std::nullopt;
+}
+
+std::string cmdline(pid_t pid) {
+  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/cmdline", 64 << 10);
+  if (!text) return "";
+  while (!text->empty() && text->back() == '\0') text->pop_back();
+  for (char& c : *text) {
+    if (c == '\0') c = ' ';
+  }
+  return *text;
+}
+
+bool catchesSignal(pid_t pid, int sig) {
+  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/status");
+  if (!text) return false;
+  size_t pos = text->find("SigCgt:");
+  if (pos == std::string::npos) return false;
+  unsigned long long mask = std::strtoull(text->c_str() + pos + 7, nullptr, 16);
+  return (mask >> (sig - 1)) & 1ULL;
+}
+
+std::string exeName(pid_t pid) {
+  char buf[4096];
+  ssize_t n = ::readlink(("/proc/" + std::to_string(pid) + "/exe").c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int countOpenFds() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  if (!d) return -1;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] != '.') ++n;
+  }
+  ::closedir(d);
+  return n - 1;  // the directory stream's own fd
+}
+
+std::set<std::string> shmPathsOf(pid_t pid) {
+  std::set<std::string> out;
+  const std::string base = "/proc/" + std::to_string(pid);
+  if (auto maps = readSmallFile(base + "/maps", 16 << 20)) {
+    std::istringstream in(*maps);
+    std::string line;
+    while (std::getline(in, line)) {
+      size_t p = line.find("/dev/shm/");
+      if (p != std::string::npos) {
+        std::string path = line.substr(p);
+        if (size_t d = path.find(" (deleted)"); d != std::string::npos) continue;
+        out.insert(path);
+      }
+    }
+  }
+  if (DIR* d = ::opendir((base + "/fd").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      char buf[4096];
+      ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf, sizeof buf - 1);
+      if (n <= 0) continue;
+      std::string target(buf, static_cast<size_t>(n));
+      if (target.rfind("/dev/shm/", 0) == 0 && target.find(" (deleted)") == std::string::npos) out.insert(target);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+std::set<unsigned long> socketInodesOf(pid_t pid) {
+  std::set<unsigned long> out;
+  if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
+    while (dirent* e = ::readdir(d)) {
+      char buf[256];
+      ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf, sizeof buf - 1);
+      if (n <= 0) continue;
+      buf[n] = '\0';
+      if (std::strncmp(buf, "socket:[", 8) == 0) out.insert(std::strtoul(buf + 8, nullptr, 10));
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+std::map<unsigned long, int> listeningTcpSockets() {
+  std::map<unsigned long, int> out;
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    auto text = readSmallFile(file, 64 << 20);
+    if (!text) continue;
+    std::istringstream in(*text);
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      std::istringstream f(line);
+      std::string sl, local, remote, st, queues, tr, retr, uid, timeout, inode;
+      f >> sl >> local >> remote >> st >> queues >> tr >> retr >> uid >> timeout >> inode;
+      if (st != "0A") continue;  // TCP_LISTEN
+      size_t colon = local.rfind(':');
+      if (colon == std::string::npos) continue;
+      out[std::strtoul(inode.c_str(), nullptr, 10)] = static_cast<int>(std::strtol(local.c_str() + colon + 1, nullptr, 16));
+    }
+  }
+  return out;
+}
+
+}  // namespace faultline::supervise

@@ -1,0 +1,49 @@
+// Reading /proc: process state, ancestry, environment, caught signals, sockets, shm.
+// Every function tolerates a process that vanishes while it is being read.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace faultline::supervise {
+
+std::optional<std::string> readSmallFile(const std::string& path, size_t limit = 1 << 20);
+
+struct ProcStat {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  pid_t pgid = 0;
+  char state = '?';          // R S D Z T ...
+  std::optional<int> exit_code;  // wait status (field 52), meaningful for a zombie
+};
+std::optional<ProcStat> readStat(pid_t pid);
+
+std::vector<pid_t> listPids();
+// Alive = exists and is not a zombie.
+bool isAlive(pid_t pid);
+// Every process below root (not root itself), by the ppid chain.
+std::vector<pid_t> descendantsOf(pid_t root);
+// The value of name in the process's environment as it was at exec.
+std::optional<std::string> environVar(pid_t pid, const std::string& name);
+// Space-joined argv, "" if gone.
+std::string cmdline(pid_t pid);
+// True when the process has a handler installed for sig (SigCgt in /proc/PID/status).
+bool catchesSignal(pid_t pid, int sig);
+// Basename of /proc/PID/exe ("python3.11", "faultline-trainer").
+std::string exeName(pid_t pid);
+// Open file descriptors of this process (for fd-leak checks).
+int countOpenFds();
+
+// /dev/shm paths a process has mapped or open.
+std::set<std::string> shmPathsOf(pid_t pid);
+// Socket inodes among a process's fds.
+std::set<unsigned long> socketInodesOf(pid_t pid);
+// Listening TCP sockets (v4 and v6): inode -> port.
+std::map<unsigned long, int> listeningTcpSockets();
+
+}  // namespace faultline::supervise

@@ -1,0 +1,59 @@
+// Progress of a run as seen in its files: new event lines per rank, and who
+// is inside a collective (collective_begin without its collective_end).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace faultline::supervise {
+
+// Reads what was appended to an events.jsonl since the last call and hands
+// out complete lines; a partial last line is kept for the next call.
+class EventsFollower {
+ public:
+  explicit EventsFollower(std::string path) : path_(std::move(path)) {}
+  // Returns the number of complete lines delivered.
+  size_t readNew(const std::function<void(std::string_view)>& on_line);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  off_t offset_ = 0;
+  std::string partial_;
+};
+
+struct OpenCollective {
+  std::string op;
+  int64_t seq = -1;
+  int64_t t_ns = 0;
+};
+
+// Pure: fed event lines, answers which ranks are waiting in which collective.
+class CollectiveTracker {
+ public:
+  // A JSON line of CONTRACT.md section 3; malformed lines are counted and ignored.
+  void onLine(int file_rank, std::string_view line);
+  bool instrumented() const { return !seen_.empty(); }
+  bool anyInCollective() const;
+  std::optional<OpenCollective> openCollective(int rank) const;
+  std::set<int> ranksSeen() const { return seen_; }
+  size_t malformedLines() const { return malformed_; }
+  // "ranks 0,2 in allreduce seq 7; rank 1 last in allreduce seq 6 (ended)".
+  std::string describe() const;
+
+ private:
+  std::set<int> seen_;
+  std::map<int, OpenCollective> open_;        // rank -> collective it is inside
+  std::map<int, OpenCollective> last_ended_;  // rank -> last collective it left
+  size_t malformed_ = 0;
+};
+
+}  // namespace faultline::supervise

@@ -1,0 +1,46 @@
+// The supervise stage: launch a stack inside its containment, watch it until
+// it ends, fails, hangs, hits the deadline or is interrupted, tear it down,
+// and return what was seen as a SupervisorRecord (OUT/supervisor.json).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/launch/launcher.h"
+#include "harness/model/error.h"
+#include "harness/model/report.h"
+#include "harness/model/supervisor_record.h"
+
+namespace faultline::supervise {
+
+struct SuperviseOptions {
+  launch::LaunchOptions launch;  // kind, command, nproc, run_id ("" = generated)
+  std::string out_dir;
+  double hang_timeout_s = 0;  // 0: no hang detection
+  double deadline_s = 0;      // 0: no deadline
+  double grace_s = 3;         // SIGTERM -> SIGKILL
+  // External mode: after a rank fails, how long the launcher gets to end its
+  // own job before the harness tears it down (torchrun polls every 5 s).
+  double launcher_allowance_s = 10;
+  bool allow_cgroup = true;
+  bool allow_proc_connector = true;  // external mode; false forces the 100 ms rescan + pidfd path
+  bool gdb_stacks = true;          // gdb dumps of native ranks on hang/deadline
+  double gdb_timeout_s = 5;
+};
+
+struct SupervisedRun {
+  SupervisorRecord record;
+  std::vector<TimelineEntry> timeline;  // t_ms since the run started
+  std::vector<std::string> notes;       // harness-side problems during the run (not the stack's)
+  bool interrupted = false;
+};
+
+// Errors only for what prevents a run from starting (kBadUsage: no such
+// command; kIo: OUT not writable; kSystem: no containment). Once a process has
+// started, every outcome is data in the returned run, and teardown has happened.
+Result<SupervisedRun> superviseRun(const SuperviseOptions& opts);
+
+// A fresh id for FAULTLINE_RUN_ID and the cgroup name.
+std::string newRunId();
+
+}  // namespace faultline::supervise

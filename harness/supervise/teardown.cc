@@ -1,0 +1,235 @@
+// The teardown ladder: stack dumps, SIGTERM to the whole tree, SIGKILL after
+// the grace period, then verify that nothing of the run is left.
+#include "harness/supervise/watch_loop.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "harness/launch/clock.h"
+#include "harness/launch/process_spawn.h"
+#include "harness/launch/rank_env.h"
+#include "harness/supervise/proc_fs.h"
+
+namespace faultline::supervise {
+namespace {
+
+std::chrono::nanoseconds seconds(double s) { return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9)); }
+
+}  // namespace
+
+void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max) {
+  const auto deadline = Clock::now() + max;
+  // Under the subreaper nothing signals the death of a grandchild, so the wait
+  // re-checks every 20 ms; under a cgroup, cgroup.events wakes it.
+  const bool poll = containment_.kind() == ContainmentKind::kSubreaper;
+  io_.restart();
+  while (!done()) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    auto until = deadline;
+    if (poll) until = std::min(deadline, now + std::chrono::milliseconds(20));
+    io_.run_one_until(until);
+    if (io_.stopped()) io_.restart();
+  }
+}
+
+void WatchLoop::sendSignal(pid_t pid, int sig) {
+  if (::kill(pid, sig) != 0) return;
+  std::optional<int> rank;
+  if (RankState* r = rankByPid(pid); r && !r->finished) {
+    rank = r->rank;
+    if (sig == SIGTERM || sig == SIGKILL) r->signalled_by_teardown = true;
+  }
+  teardown_.signals.push_back({pid, rank, signalName(sig), launch::realtimeNs()});
+}
+
+bool WatchLoop::allRanksReaped() const {
+  for (const auto& r : ranks_) {
+    if (!r->finished) return false;
+  }
+  return !launcher_ || launcher_finished_;
+}
+
+void WatchLoop::addSurvivor(pid_t pid, const std::string& why) {
+  for (const auto& s : teardown_.report.survivors) {
+    if (s.pid == pid) return;
+  }
+  std::string cmd = cmdline(pid);
+  teardown_.report.survivors.push_back({pid, cmd});
+  RankState* r = rankByPid(pid);
+  timeline(r ? std::optional<int>(r->rank) : std::nullopt,
+           "survivor pid " + std::to_string(pid) + " (" + cmd + "): " + why);
+}
+
+void WatchLoop::requestStackDumps() {
+  // Cheap dumps first: SIGUSR1 only where a handler is installed, because its
+  // default action would kill the rank and destroy the evidence.
+  std::vector<RankState*> usr1;
+  for (auto& r : ranks_) {
+    if (r->finished || !catchesSignal(r->pid, SIGUSR1)) continue;
+    sendSignal(r->pid, SIGUSR1);
+    teardown_.stack_dumps.push_back({r->rank, r->pid, "sigusr1", "", true});
+    usr1.push_back(r.get());
+  }
+  if (!usr1.empty()) {
+    timeline(std::nullopt, "SIGUSR1 stack-dump request to " + std::to_string(usr1.size()) + " rank(s)");
+    runUntil([&] { return std::all_of(usr1.begin(), usr1.end(), [](RankState* r) { return r->finished; }); },
+             std::chrono::milliseconds(500));
+  }
+  // gdb only when a rank is stuck (hang, deadline): an attach costs ~2 s on a
+  // LibTorch process, which a plain crash must not pay before SIGTERM.
+  if (!opts_.gdb_stacks) return;
+  if (trigger_.kind != TriggerKind::kHang && trigger_.kind != TriggerKind::kDeadline) return;
+  const auto env = launch::currentEnvironment();
+  auto gdb = launch::resolveExecutable("gdb", env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin");
+  if (!gdb) return;
+  std::map<pid_t, size_t> running;  // gdb pid -> index in stack_dumps
+  for (auto& r : ranks_) {
+    if (r->finished || !isAlive(r->pid)) continue;
+    // Python ranks get their dump from the SIGUSR1 shim; gdb sees only the interpreter.
+    if (exeName(r->pid).rfind("python", 0) == 0) continue;
+    launch::SpawnSpec spec;
+    spec.executable = *gdb;
+    spec.argv = {"gdb", "-batch", "-nx", "-p", std::to_string(r->pid), "-ex", "thread apply all bt"};
+    spec.env = launch::toEnvStrings(env);
+    spec.stdout_path = layout_.rankStacks(r->rank);
+    spec.stderr_path = spec.stdout_path;
+    launch::Placement helper;  // outside the run's cgroup; dies with the harness
+    helper.pdeath_signal = SIGKILL;
+    auto pid = launch::spawnProcess(spec, helper);
+    if (!pid) {
+      note("gdb for rank " + std::to_string(r->rank) + ": " + pid.error().str());
+      continue;
+    }
+    containment_.excludeHelper(*pid);
+    teardown_.stack_dumps.push_back({r->rank, r->pid, "gdb", spec.stdout_path, false});
+    const size_t idx = teardown_.stack_dumps.size() - 1;
+    running[*pid] = idx;
+    children_[*pid] = [this, idx, pid = *pid, &running](int status) {
+      teardown_.stack_dumps[idx].ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+      running.erase(pid);
+      containment_.forgetHelper(pid);
+    };
+  }
+  if (running.empty()) return;
+  timeline(std::nullopt, "gdb stack dumps of " + std::to_string(running.size()) + " rank(s)");
+  reapChildren();  // a gdb that already finished
+  runUntil([&] { return running.empty(); }, seconds(opts_.gdb_timeout_s));
+  if (!running.empty()) {
+    timeline(std::nullopt, std::to_string(running.size()) + " gdb dump(s) cut off after " +
+                               secondsText(opts_.gdb_timeout_s) + " s");
+    for (const auto& [pid, idx] : running) ::kill(pid, SIGKILL);
+    runUntil([&] { return running.empty(); }, std::chrono::seconds(2));
+  }
+  // Handlers must not outlive `running`.
+  for (const auto& [pid, idx] : running) children_.erase(pid);
+}
+
+void WatchLoop::teardown() {
+  in_teardown_ = true;
+  scan_timer_.cancel();
+  allowance_timer_.cancel();
+  const auto t0 = Clock::now();
+  auto live = containment_.members();
+  const bool stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
+                           (opts_.launch.kind == launch::LauncherKind::kExternal && launcher_finished_);
+  if (live.empty()) {
+    // Nothing to end; still collect the exit statuses of ranks not yet reaped.
+    runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
+  } else {
+    teardown_.started_ns = launch::realtimeNs();
+    leaks_.note(live);
+    if (stack_ended) {
+      // The stack finished (or its launcher exited) and left these behind.
+      for (pid_t p : live) addSurvivor(p, "left running after the stack ended");
+    } else {
+      requestStackDumps();
+    }
+    // SIGCONT too: a stopped process would hold SIGTERM pending forever.
+    live = containment_.members();
+    for (pid_t p : live) {
+      sendSignal(p, SIGTERM);
+      ::kill(p, SIGCONT);
+    }
+    if (!live.empty()) {
+      teardown_.report.escalation = Escalation::kSigterm;
+      timeline(std::nullopt, "SIGTERM to " + std::to_string(live.size()) + " process(es)");
+    }
+    runUntil([&] { return containment_.empty() || interrupts_ > 1; }, seconds(opts_.grace_s));
+    if (!containment_.empty()) {
+      auto rest = containment_.members();
+      for (pid_t p : rest) {
+        addSurvivor(p, "still running after the grace period");
+        sendSignal(p, SIGKILL);
+      }
+      containment_.killAll();
+      teardown_.report.escalation = Escalation::kSigkill;
+      timeline(std::nullopt, "SIGKILL to " + std::to_string(rest.size()) + " process(es)");
+      runUntil([&] { return containment_.empty(); }, std::chrono::seconds(2));
+    }
+    runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
+  }
+  // Verify.
+  reapChildren();
+  auto remaining = containment_.members();
+  for (pid_t p : remaining) addSurvivor(p, "could not be killed");
+  teardown_.report.leaks = leaks_.leaks(remaining);
+  for (pid_t p : remaining) teardown_.report.leaks.push_back("process:" + std::to_string(p) + " still running");
+  for (const auto& r : ranks_) {
+    if (r->our_child && !r->finished) teardown_.report.leaks.push_back("zombie:" + std::to_string(r->pid));
+  }
+  teardown_.report.clean = teardown_.report.survivors.empty() && teardown_.report.leaks.empty();
+  teardown_.report.duration_ms =
+      teardown_.started_ns ? std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() : 0;
+  if (teardown_.started_ns) {
+    timeline(std::nullopt, std::string("teardown ") + (teardown_.report.clean ? "clean" : "not clean") + " in " +
+                               std::to_string(teardown_.report.duration_ms) + " ms");
+  }
+  for (pid_t p : adopted_) timeline(std::nullopt, "reaped orphan pid " + std::to_string(p));
+}
+
+SupervisedRun WatchLoop::result() const {
+  SupervisedRun out;
+  auto& rec = out.record;
+  rec.start_ns = start_ns_;
+  rec.end_ns = launch::realtimeNs();
+  rec.launcher = launch::launcherKindName(opts_.launch.kind);
+  rec.command = opts_.launch.command;
+  rec.containment = containmentName(containment_.kind());
+  int world = world_size_hint_;
+  for (const auto& r : ranks_) {
+    SupervisedRank k;
+    k.rank = r->rank;
+    k.pid = r->pid;
+    k.start_ns = r->start_ns;
+    k.exit_ns = r->exit_ns;
+    if (r->exit_known) {
+      k.exit_code = r->outcome.exitCode();
+      if (auto s = r->outcome.signal()) k.signal = signalName(*s);
+    }
+    k.killed_by_teardown = r->signalled_by_teardown && r->finished;
+    rec.ranks.push_back(k);
+    world = std::max(world, r->rank + 1);
+  }
+  std::sort(rec.ranks.begin(), rec.ranks.end(),
+            [](const SupervisedRank& a, const SupervisedRank& b) { return a.rank < b.rank || (a.rank == b.rank && a.start_ns < b.start_ns); });
+  rec.world_size = world;
+  rec.launcher_process = launcher_record_;
+  rec.trigger = trigger_;
+  if (!triggered_) rec.trigger.t_ns = 0;
+  if (opts_.launch.kind == launch::LauncherKind::kExternal && trigger_.kind == TriggerKind::kNone && launcher_record_ &&
+      rec.trigger.detail.empty()) {
+    rec.trigger.detail = "launcher ended";
+  }
+  rec.teardown = teardown_;
+  rec.process_exits = process_exits_;
+  out.timeline = timeline_;
+  out.notes = notes_;
+  out.interrupted = interrupted_;
+  return out;
+}
+
+}  // namespace faultline::supervise

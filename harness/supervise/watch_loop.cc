@@ -1,0 +1,475 @@
+// Main phase of supervision: start the stack, then react to exits, progress,
+// timers and signals until the run must end.
+#include "harness/supervise/watch_loop.h"
+
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "harness/launch/clock.h"
+#include "harness/supervise/proc_fs.h"
+
+namespace faultline::supervise {
+namespace {
+
+std::string outcomeText(const ProcessOutcome& o) {
+  if (auto c = o.exitCode()) return "exited with code " + std::to_string(*c);
+  if (auto s = o.signal()) return std::string("killed by ") + signalName(*s) + (o.coreDumped() ? " (core dumped)" : "");
+  return o.str();
+}
+
+std::chrono::nanoseconds seconds(double s) { return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9)); }
+
+}  // namespace
+
+WatchLoop::WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layout, Containment& containment)
+    : opts_(opts),
+      layout_(layout),
+      containment_(containment),
+      signals_(io_),
+      inotify_(io_),
+      hang_timer_(io_),
+      deadline_timer_(io_),
+      scan_timer_(io_),
+      allowance_timer_(io_) {
+  // SIGCHLD is handled before the first spawn, so no exit can be missed.
+  signals_.add(SIGCHLD);
+  signals_.add(SIGINT);
+  signals_.add(SIGTERM);
+  armSignals();
+  // A guardian that dies early is reaped like any child.
+  if (containment_.guardianPid() > 0) {
+    children_[containment_.guardianPid()] = [this](int) { note("guardian exited before the run ended"); };
+  }
+}
+
+WatchLoop::~WatchLoop() {
+  boost::system::error_code ec;
+  signals_.cancel(ec);
+  signals_.clear(ec);
+}
+
+void WatchLoop::timeline(std::optional<int> rank, std::string what) {
+  const double t_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_mono_).count();
+  timeline_.push_back({t_ms, rank, std::move(what)});
+}
+
+Result<void> WatchLoop::start() {
+  start_ns_ = launch::realtimeNs();
+  start_mono_ = Clock::now();
+  last_event_progress_ = last_output_progress_ = start_mono_;
+  armInotify();
+  const auto placement = containment_.placement();
+  if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
+    if (auto r = layout_.create(opts_.launch.nproc); !r) return r;
+    for (int rank = 0; rank < opts_.launch.nproc; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
+    std::vector<launch::LaunchedProcess> started;
+    auto launched = launch::launchBuiltin(opts_.launch, layout_, placement, started);
+    for (const auto& p : started) {
+      addRank(*p.rank, p.pid, p.start_ns, true);
+      timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")");
+    }
+    if (!launched) {
+      if (started.empty()) return tl::unexpected(launched.error());
+      note(launched.error().str());
+      setTrigger(TriggerKind::kNone, std::nullopt, "launch failed: " + launched.error().str());
+      stop_main_ = true;
+    }
+    world_size_hint_ = opts_.launch.nproc;
+  } else {
+    if (auto r = layout_.create(0); !r) return r;
+    if (auto r = layout_.createLauncherDir(); !r) return r;
+    addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
+    addWatch(layout_.launcherDir(), WatchKind::kLauncherDir, -1);
+    if (opts_.allow_proc_connector) openProcEvents();
+    auto launched = launch::launchExternal(opts_.launch, layout_, placement);
+    if (!launched) return tl::unexpected(launched.error());
+    launcher_ = *launched;
+    run_pids_.insert(launched->pid);
+    launcher_record_ = LauncherProcess{launched->pid, std::nullopt, std::nullopt, std::nullopt};
+    children_[launched->pid] = [this](int status) {
+      onLauncherExit(ProcessOutcome::fromWaitStatus(status), launch::realtimeNs());
+    };
+    timeline(std::nullopt, "launcher started (pid " + std::to_string(launched->pid) + ")");
+    scanForRanks();
+    if (!proc_events_) armScanTimer();
+  }
+  if (!containment_.eventsPath().empty()) addWatch(containment_.eventsPath(), WatchKind::kCgroupEvents, -1);
+  if (opts_.deadline_s > 0) {
+    deadline_timer_.expires_after(seconds(opts_.deadline_s));
+    deadline_timer_.async_wait([this](const boost::system::error_code& ec) {
+      if (ec) return;
+      setTrigger(TriggerKind::kDeadline, std::nullopt,
+                 "deadline of " + secondsText(opts_.deadline_s) + " s reached");
+      stop_main_ = true;
+    });
+  }
+  if (opts_.hang_timeout_s > 0) armHangTimer(start_mono_ + seconds(opts_.hang_timeout_s));
+  // Exits that happened during the spawn loop raised SIGCHLD already; reap them now.
+  reapChildren();
+  return {};
+}
+
+void WatchLoop::runMainPhase() {
+  io_.restart();
+  while (!stop_main_) {
+    if (io_.run_one() == 0) break;  // no work left: cannot happen while signals_ waits
+  }
+  hang_timer_.cancel();
+  deadline_timer_.cancel();
+  allowance_timer_.cancel();
+}
+
+// --- signals and children --------------------------------------------------
+
+void WatchLoop::armSignals() {
+  signals_.async_wait([this](const boost::system::error_code& ec, int sig) {
+    if (ec) return;
+    onSignal(sig);
+    armSignals();
+  });
+}
+
+void WatchLoop::onSignal(int sig) {
+  if (sig == SIGCHLD) {
+    reapChildren();
+    return;
+  }
+  ++interrupts_;
+  if (interrupts_ == 1) {
+    interrupted_ = true;
+    timeline(std::nullopt, std::string("harness received ") + signalName(sig));
+    setTrigger(TriggerKind::kInterrupt, std::nullopt, std::string("harness received ") + signalName(sig));
+    stop_main_ = true;
+  } else {
+    timeline(std::nullopt, std::string("harness received ") + signalName(sig) + " again: skipping to SIGKILL");
+  }
+}
+
+void WatchLoop::reapChildren() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    const int64_t t = launch::realtimeNs();
+    if (auto it = children_.find(pid); it != children_.end()) {
+      auto handler = std::move(it->second);
+      children_.erase(it);
+      handler(status);
+      continue;
+    }
+    if (RankState* r = rankByPid(pid)) {
+      onRankExit(*r, ProcessOutcome::fromWaitStatus(status), t);
+      continue;
+    }
+    // A daemonised grandchild whose parent died was reparented to us (subreaper).
+    adopted_.push_back(pid);
+  }
+}
+
+RankState* WatchLoop::rankByPid(pid_t pid) {
+  for (auto& r : ranks_) {
+    if (r->pid == pid) return r.get();
+  }
+  return nullptr;
+}
+
+RankState& WatchLoop::addRank(int rank, pid_t pid, int64_t start_ns, bool our_child) {
+  auto r = std::make_unique<RankState>();
+  r->rank = rank;
+  r->pid = pid;
+  r->start_ns = start_ns;
+  r->our_child = our_child;
+  ranks_.push_back(std::move(r));
+  return *ranks_.back();
+}
+
+void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns) {
+  if (r.finished) return;
+  r.finished = true;
+  r.exit_ns = t_ns;
+  if (outcome) {
+    r.outcome = *outcome;
+    r.exit_known = true;
+  }
+  if (r.pidfd) {
+    boost::system::error_code ec;
+    r.pidfd->close(ec);
+    r.pidfd.reset();
+  }
+  progress(true);
+  timeline(r.rank, r.exit_known ? outcomeText(r.outcome) : "exited (status collected by its launcher)");
+  // Read what the rank wrote last, so the tracker is current before any verdict.
+  readEvents(r.rank);
+  const bool failed = r.exit_known && !r.outcome.success();
+  if (failed && !triggered_ && !in_teardown_) {
+    setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
+    trigger_.t_ns = t_ns;
+    if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
+      stop_main_ = true;
+    } else {
+      // The external launcher is the stack under test: give it time to end its job itself.
+      allowance_timer_.expires_after(seconds(opts_.launcher_allowance_s));
+      allowance_timer_.async_wait([this](const boost::system::error_code& ec) {
+        if (ec) return;
+        timeline(std::nullopt, "launcher did not end the job within " + secondsText(opts_.launcher_allowance_s) +
+                                   " s of the first failure");
+        stop_main_ = true;
+      });
+    }
+  }
+  if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
+    bool all = true;
+    for (const auto& k : ranks_) all = all && k->finished;
+    if (all) stop_main_ = true;
+  }
+}
+
+void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {
+  launcher_finished_ = true;
+  if (launcher_record_) {
+    launcher_record_->exit_code = outcome.exitCode();
+    if (auto s = outcome.signal()) launcher_record_->signal = signalName(*s);
+    launcher_record_->exit_ns = t_ns;
+  }
+  progress(true);
+  timeline(std::nullopt, "launcher " + outcomeText(outcome));
+  // Ranks the launcher reaped before we saw them end.
+  for (auto& r : ranks_) {
+    if (!r->finished && !isAlive(r->pid)) onRankExit(*r, std::nullopt, t_ns);
+  }
+  if (!in_teardown_) stop_main_ = true;
+}
+
+void WatchLoop::setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail) {
+  if (triggered_) return;
+  triggered_ = true;
+  trigger_.kind = kind;
+  trigger_.t_ns = launch::realtimeNs();
+  trigger_.rank = rank;
+  trigger_.detail = std::move(detail);
+  if (kind != TriggerKind::kNone) timeline(rank, "first trigger: " + triggerKindName(kind) + ": " + trigger_.detail);
+}
+
+// --- progress ----------------------------------------------------------------
+
+void WatchLoop::progress(bool from_events) {
+  const auto now = Clock::now();
+  last_output_progress_ = now;
+  if (from_events) last_event_progress_ = now;
+}
+
+void WatchLoop::armInotify() {
+  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (fd < 0) {
+    note(std::string("inotify_init1 failed: ") + std::strerror(errno) + "; progress is not tracked");
+    return;
+  }
+  inotify_.assign(fd);
+  inotify_.async_read_some(asio::buffer(inotify_buf_), [this](const boost::system::error_code& ec, size_t n) {
+    if (ec) return;
+    onInotify(n);
+  });
+}
+
+void WatchLoop::addWatch(const std::string& path, WatchKind kind, int rank) {
+  if (!inotify_.is_open()) return;
+  uint32_t mask = IN_MODIFY;
+  if (kind == WatchKind::kRanksRoot) mask = IN_CREATE | IN_ONLYDIR;
+  if (kind == WatchKind::kRankDir) mask = IN_MODIFY | IN_CREATE;
+  int wd = ::inotify_add_watch(inotify_.native_handle(), path.c_str(), mask);
+  if (wd < 0) {
+    note("inotify_add_watch failed on " + path + ": " + std::strerror(errno));
+    return;
+  }
+  watches_[wd] = Watch{kind, rank};
+  if (kind == WatchKind::kRankDir) {
+    followers_.try_emplace(rank, layout_.rankEvents(rank));
+    readEvents(rank);  // lines written before the watch existed
+  }
+}
+
+void WatchLoop::onInotify(size_t bytes) {
+  size_t off = 0;
+  std::vector<std::pair<std::string, int>> new_dirs;
+  while (off + sizeof(inotify_event) <= bytes) {
+    auto* e = reinterpret_cast<const inotify_event*>(inotify_buf_.data() + off);
+    off += sizeof(inotify_event) + e->len;
+    auto it = watches_.find(e->wd);
+    if (it == watches_.end()) continue;
+    const Watch w = it->second;
+    const std::string name = e->len ? std::string(e->name) : "";
+    switch (w.kind) {
+      case WatchKind::kRankDir:
+        if (name == "events.jsonl") {
+          readEvents(w.rank);
+        } else if (name == "stdout" || name == "stderr") {
+          progress(false);
+        }
+        break;
+      case WatchKind::kRanksRoot:
+        if ((e->mask & IN_ISDIR) && !name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+          new_dirs.emplace_back(layout_.ranksDir() + "/" + name, std::atoi(name.c_str()));
+        }
+        break;
+      case WatchKind::kLauncherDir:
+        progress(false);
+        break;
+      case WatchKind::kCgroupEvents:
+        break;  // the waits in teardown re-check emptiness after every handler
+    }
+  }
+  for (const auto& [path, rank] : new_dirs) {
+    if (!followers_.count(rank)) addWatch(path, WatchKind::kRankDir, rank);
+  }
+  inotify_.async_read_some(asio::buffer(inotify_buf_), [this](const boost::system::error_code& ec, size_t n) {
+    if (ec) return;
+    onInotify(n);
+  });
+}
+
+void WatchLoop::readEvents(int rank) {
+  auto it = followers_.find(rank);
+  if (it == followers_.end()) return;
+  size_t n = it->second.readNew([&](std::string_view line) { tracker_.onLine(rank, line); });
+  if (n > 0) progress(true);
+}
+
+void WatchLoop::armHangTimer(Clock::time_point at) {
+  hang_timer_.expires_at(at);
+  hang_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) onHangTimer();
+  });
+}
+
+void WatchLoop::onHangTimer() {
+  if (stop_main_) return;
+  const auto limit = seconds(opts_.hang_timeout_s);
+  const auto now = Clock::now();
+  // Instrumented runs progress by events; uninstrumented ones by output or exits.
+  const bool instrumented = tracker_.instrumented();
+  const auto last = instrumented ? last_event_progress_ : last_output_progress_;
+  if (now - last < limit) {
+    armHangTimer(last + limit);
+    return;
+  }
+  // External mode before any rank exists: the launcher's own silence is no hang of ranks.
+  if (instrumented && !tracker_.anyInCollective()) {
+    armHangTimer(now + limit);
+    return;
+  }
+  const std::string secs = std::to_string(static_cast<int64_t>(opts_.hang_timeout_s * 1000)) + " ms";
+  std::string detail = instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
+                                    : "no output and no exit from any rank for " + secs;
+  std::optional<int> rank;
+  setTrigger(TriggerKind::kHang, rank, detail);
+  stop_main_ = true;
+}
+
+// --- external ranks ------------------------------------------------------------
+
+void WatchLoop::armScanTimer() {
+  // New rank processes cannot be observed by an event (no proc connector
+  // without CAP_NET_ADMIN games), so the external launcher's tree is rescanned
+  // at a modest period; only pids never seen before have their environ read.
+  scan_timer_.expires_after(std::chrono::milliseconds(100));
+  scan_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || in_teardown_) return;
+    scanForRanks();
+    if (!proc_events_) armScanTimer();
+  });
+}
+
+void WatchLoop::scanForRanks() {
+  for (pid_t pid : containment_.members()) classifyPid(pid);
+}
+
+void WatchLoop::classifyPid(pid_t pid) {
+  if (!classified_.insert(pid).second) return;
+  if (launcher_ && pid == launcher_->pid) return;
+  auto rank_text = environVar(pid, "RANK");
+  if (!rank_text || rank_text->empty() || rank_text->find_first_not_of("0123456789") != std::string::npos) return;
+  const int rank = std::atoi(rank_text->c_str());
+  // A rank's own children inherit RANK: the rank is the topmost such process.
+  auto st = readStat(pid);
+  if (st && environVar(st->ppid, "RANK") == rank_text) return;
+  if (auto ws = environVar(pid, "WORLD_SIZE")) world_size_hint_ = std::max(world_size_hint_, std::atoi(ws->c_str()));
+  for (auto& r : ranks_) {
+    if (r->rank == rank && !r->finished) return;  // e.g. a wrapper that exec'd again
+  }
+  RankState& r = addRank(rank, pid, launch::realtimeNs(), false);
+  timeline(rank, "found (pid " + std::to_string(pid) + ")");
+  // With the proc connector the exit arrives as an event; without it, by pidfd.
+  if (!proc_events_) watchExternalRank(r);
+}
+
+void WatchLoop::openProcEvents() {
+  ProcEvents::Handlers h;
+  h.on_fork = [this](pid_t parent, pid_t child) {
+    if (run_pids_.count(parent)) run_pids_.insert(child);
+  };
+  h.on_exec = [this](pid_t pid) {
+    if (!run_pids_.count(pid)) return;
+    cmdlines_[pid] = cmdline(pid);
+    classified_.erase(pid);  // a new program, maybe with a new environment
+    classifyPid(pid);
+  };
+  h.on_exit = [this](pid_t pid, int status) {
+    if (run_pids_.erase(pid)) onProcExit(pid, status);
+  };
+  h.on_overrun = [this] {
+    note("proc connector overrun: rescanning the process tree");
+    for (pid_t p : containment_.members()) run_pids_.insert(p);
+    scanForRanks();
+  };
+  proc_events_ = ProcEvents::open(io_, std::move(h));
+  if (!proc_events_) note("proc connector unavailable: external ranks found by rescanning every 100 ms");
+}
+
+void WatchLoop::onProcExit(pid_t pid, int wait_status) {
+  const int64_t t = launch::realtimeNs();
+  const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
+  ProcessExit e;
+  e.pid = pid;
+  e.t_ns = t;
+  e.exit_code = outcome.exitCode();
+  if (auto sig = outcome.signal()) e.signal = signalName(*sig);
+  if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
+    e.cmdline = it->second;
+    cmdlines_.erase(it);
+  }
+  RankState* r = rankByPid(pid);
+  if (r && !r->finished) {
+    e.rank = r->rank;
+    onRankExit(*r, outcome, t);
+  }
+  if (!launcher_ || pid != launcher_->pid) process_exits_.push_back(std::move(e));
+}
+
+void WatchLoop::watchExternalRank(RankState& r) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0));
+  if (fd < 0) {
+    // Gone already: its launcher may have reaped it.
+    onRankExit(r, std::nullopt, launch::realtimeNs());
+    return;
+  }
+  r.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
+  RankState* rp = &r;
+  r.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, rp](const boost::system::error_code& ec) {
+    if (ec) return;
+    const int64_t t = launch::realtimeNs();
+    // Not our child: the status is readable only while it is a zombie of its launcher.
+    std::optional<ProcessOutcome> outcome;
+    if (auto st = readStat(rp->pid); st && st->state == 'Z' && st->exit_code) {
+      outcome = ProcessOutcome::fromWaitStatus(*st->exit_code);
+    }
+    onRankExit(*rp, outcome, t);
+  });
+}
+
+}  // namespace faultline::supervise

@@ -1,0 +1,160 @@
+// The supervisor's event loop (one thread, Boost.Asio): child exits by SIGCHLD
+// and pidfd, progress by inotify on the run's files, hang and deadline timers,
+// SIGINT/SIGTERM to the harness; then the teardown ladder on the same loop.
+// Internal to fl::supervise; the public entry point is supervisor.h.
+#pragma once
+
+#include <sys/types.h>
+
+#include <array>
+#include <cstdio>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "harness/launch/launcher.h"
+#include "harness/launch/run_layout.h"
+#include "harness/model/outcome.h"
+#include "harness/supervise/containment.h"
+#include "harness/supervise/leak_check.h"
+#include "harness/supervise/proc_events.h"
+#include "harness/supervise/progress.h"
+#include "harness/supervise/supervisor.h"
+
+namespace faultline::supervise {
+
+namespace asio = boost::asio;
+using Clock = std::chrono::steady_clock;
+
+// "2.5" for 2.5 s, "60" for 60 s: for messages.
+inline std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+
+struct RankState {
+  int rank = 0;
+  pid_t pid = 0;
+  int64_t start_ns = 0;
+  bool our_child = false;  // builtin ranks: reaped by us; external ranks: watched by pidfd
+  bool finished = false;
+  std::optional<int64_t> exit_ns;
+  ProcessOutcome outcome = ProcessOutcome::running();
+  bool exit_known = false;  // an external rank reaped by its launcher first leaves no status
+  bool signalled_by_teardown = false;
+  std::unique_ptr<asio::posix::stream_descriptor> pidfd;
+};
+
+class WatchLoop {
+ public:
+  WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layout, Containment& containment);
+  ~WatchLoop();
+
+  // Spawns the stack; kBadUsage/kIo/kSystem when nothing could start.
+  Result<void> start();
+  // Runs until the stack ends, fails (builtin), hangs, hits the deadline or
+  // the harness is interrupted.
+  void runMainPhase();
+  // The ladder: stack dumps, SIGTERM, SIGKILL after grace, verify.
+  void teardown();
+  SupervisedRun result() const;
+
+ private:
+  enum class WatchKind { kRankDir, kRanksRoot, kLauncherDir, kCgroupEvents };
+  struct Watch {
+    WatchKind kind;
+    int rank = -1;
+  };
+
+  // Event sources.
+  void armSignals();
+  void onSignal(int sig);
+  void reapChildren();
+  void armInotify();
+  void addWatch(const std::string& path, WatchKind kind, int rank);
+  void onInotify(size_t bytes);
+  void readEvents(int rank);
+  void armHangTimer(Clock::time_point at);
+  void onHangTimer();
+  void armScanTimer();
+  void scanForRanks();
+  void watchExternalRank(RankState& r);
+  void classifyPid(pid_t pid);
+  void openProcEvents();
+  void onProcExit(pid_t pid, int wait_status);
+
+  // Facts.
+  RankState* rankByPid(pid_t pid);
+  RankState& addRank(int rank, pid_t pid, int64_t start_ns, bool our_child);
+  void onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns);
+  void onLauncherExit(ProcessOutcome outcome, int64_t t_ns);
+  void setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail);
+  void progress(bool from_events);
+  void timeline(std::optional<int> rank, std::string what);
+  void note(std::string what) { notes_.push_back(std::move(what)); }
+
+  // Teardown helpers.
+  void runUntil(const std::function<bool()>& done, Clock::duration max);
+  void sendSignal(pid_t pid, int sig);
+  void requestStackDumps();
+  void addSurvivor(pid_t pid, const std::string& why);
+  bool allRanksReaped() const;
+
+  const SuperviseOptions& opts_;
+  const launch::RunLayout& layout_;
+  Containment& containment_;
+
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::posix::stream_descriptor inotify_;
+  alignas(8) std::array<char, 64 * 1024> inotify_buf_{};
+  asio::steady_timer hang_timer_;
+  asio::steady_timer deadline_timer_;
+  asio::steady_timer scan_timer_;
+  asio::steady_timer allowance_timer_;
+  std::map<int, Watch> watches_;                       // inotify wd -> what
+  std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
+
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  std::map<int, EventsFollower> followers_;  // rank -> its events.jsonl
+  CollectiveTracker tracker_;
+  std::set<pid_t> classified_;  // external: pids already looked at for RANK
+  std::unique_ptr<ProcEvents> proc_events_;  // external: fork/exec/exit of the launcher's tree
+  std::set<pid_t> run_pids_;                 // external: live processes descended from the launcher
+  std::map<pid_t, std::string> cmdlines_;    // external: read at exec
+  std::vector<ProcessExit> process_exits_;
+  int world_size_hint_ = 0;
+
+  std::optional<launch::LaunchedProcess> launcher_;
+  std::optional<LauncherProcess> launcher_record_;
+  bool launcher_finished_ = false;
+
+  int64_t start_ns_ = 0;
+  Clock::time_point start_mono_;
+  Clock::time_point last_event_progress_;
+  Clock::time_point last_output_progress_;
+  Trigger trigger_;
+  bool triggered_ = false;
+  bool stop_main_ = false;
+  bool interrupted_ = false;
+  int interrupts_ = 0;
+  bool in_teardown_ = false;
+
+  TeardownRecord teardown_;
+  LeakCheck leaks_;
+  std::vector<TimelineEntry> timeline_;
+  std::vector<std::string> notes_;
+  std::vector<pid_t> adopted_;  // orphans reaped by the harness (daemons whose parent died)
+};
+
+}  // namespace faultline::supervise

@@ -1,0 +1,281 @@
+// `faultline exec` as a user runs it: exit statuses, report.json, and the
+// harness itself being interrupted or SIGKILLed mid-run.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <gtest/gtest.h>
+
+#include "harness/model/report.h"
+#include "harness/model/supervisor_record.h"
+#include "tests/supervise/test_support.h"
+
+extern char** environ;
+
+namespace faultline {
+namespace {
+
+using faultline::testing::fileExists;
+using faultline::testing::hostilePath;
+using faultline::testing::LeakGuard;
+using faultline::testing::readFile;
+using faultline::testing::TempDir;
+using faultline::testing::waitFor;
+
+pid_t startFaultline(const std::vector<std::string>& args, const std::string& log) {
+  std::vector<std::string> all{FL_FAULTLINE};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, FL_FAULTLINE, &fa, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+struct Finished {
+  int status = -1;
+  long maxrss_kb = 0;
+};
+
+Finished waitFaultline(pid_t pid) {
+  Finished f;
+  rusage ru{};
+  EXPECT_EQ(::wait4(pid, &f.status, 0, &ru), pid);
+  f.maxrss_kb = ru.ru_maxrss;
+  return f;
+}
+
+int exitStatus(const Finished& f) { return WIFEXITED(f.status) ? WEXITSTATUS(f.status) : -1; }
+
+Finished runFaultline(const std::vector<std::string>& args, const std::string& log) {
+  return waitFaultline(startFaultline(args, log));
+}
+
+// Live processes whose environment names this run directory.
+std::vector<pid_t> processesOfRun(const std::string& out) {
+  std::vector<pid_t> found;
+  for (pid_t p : supervise::listPids()) {
+    if (supervise::isAlive(p) && supervise::environVar(p, "FAULTLINE_RUN_DIR") == out) found.push_back(p);
+  }
+  return found;
+}
+
+TEST(ExecCli, CleanRunExitsZeroAndWritesBothFiles) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "3", "-o", out, "--", hostilePath(), "*=ok"}, dir / "log");
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->verdict, Verdict::kClean);
+  EXPECT_EQ(report->stack.launcher, "builtin");
+  EXPECT_EQ(report->stack.world_size, 3);
+  ASSERT_EQ(report->ranks.size(), 3u);
+  EXPECT_FALSE(report->root_cause);
+  EXPECT_TRUE(report->findings.empty());
+  EXPECT_TRUE(report->teardown.clean);
+  EXPECT_TRUE(report->extra.contains("containment"));
+  EXPECT_FALSE(report->harness.version.empty());
+  auto sup = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(sup) << sup.error().str();
+  EXPECT_EQ(sup->ranks.size(), 3u);
+}
+
+TEST(ExecCli, FailingRankExitsOneWithStderrTail) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "2", "--grace", "1", "-o", out, "--", hostilePath(), "1=exit:3", "*=sleep:60"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_NE(report->verdict, Verdict::kClean);
+  ASSERT_EQ(report->ranks.size(), 2u);
+  EXPECT_EQ(report->ranks[1].exit_code, 3);
+  EXPECT_NE(report->ranks[1].stderr_tail.find("exiting with 3"), std::string::npos);
+  EXPECT_EQ(report->ranks[0].signal, "SIGTERM");
+  EXPECT_EQ(report->ranks[0].role, RankRole::kKilledByTeardown);
+}
+
+TEST(ExecCli, BadUsageExitsTwoWithoutReport) {
+  LeakGuard guard;
+  TempDir dir;
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--nproc", "2", "-o", dir / "a"}, dir / "log")), 2);
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--bogus", "--", "true"}, dir / "log")), 2);
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "-o", dir / "b", "--", "/no/such/binary"}, dir / "log")), 2);
+  EXPECT_FALSE(fileExists(dir / "b/report.json"));
+}
+
+TEST(ExecCli, SigintMidRunStillWritesAnIncompleteReport) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  pid_t pid = startFaultline({"exec", "--nproc", "2", "--grace", "1", "-o", out, "--", hostilePath(), "*=sleep:60"},
+                             dir / "log");
+  ASSERT_TRUE(waitFor([&] { return readFile(out + "/ranks/1/stdout").find("hostile rank 1") != std::string::npos; },
+                      std::chrono::seconds(20)));
+  ::kill(pid, SIGINT);
+  auto f = waitFaultline(pid);
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->verdict, Verdict::kIncomplete);
+  EXPECT_EQ(report->extra["trigger"]["kind"], "interrupt");
+  EXPECT_TRUE(report->teardown.clean);
+  EXPECT_TRUE(processesOfRun(out).empty());
+}
+
+void harnessKilledLeavesNothing(bool cgroup) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  if (!cgroup) ::setenv("FAULTLINE_NO_CGROUP", "1", 1);
+  pid_t pid = startFaultline({"exec", "--nproc", "2", "-o", out, "--", hostilePath(), "*=daemon:60"}, dir / "log");
+  ::unsetenv("FAULTLINE_NO_CGROUP");
+  ASSERT_TRUE(waitFor([&] { return fileExists(out + "/daemon.pid") && processesOfRun(out).size() >= 3; },
+                      std::chrono::seconds(20)));
+  const pid_t daemon = std::stoi(readFile(out + "/daemon.pid"));
+  ASSERT_TRUE(supervise::isAlive(daemon));
+  ::kill(pid, SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  waitFaultline(pid);
+  // Everything, the setsid daemon included, is gone within a second.
+  EXPECT_TRUE(waitFor([&] { return processesOfRun(out).empty(); }, std::chrono::seconds(1)))
+      << processesOfRun(out).size() << " process(es) of the run survived";
+  EXPECT_FALSE(supervise::isAlive(daemon));
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::milliseconds(1500));
+}
+
+TEST(ExecCli, HarnessSigkilledMidRunLeavesNothingBehind) { harnessKilledLeavesNothing(true); }
+TEST(ExecCli, HarnessSigkilledMidRunLeavesNothingBehindUnderSubreaper) { harnessKilledLeavesNothing(false); }
+
+TEST(ExecCli, TwoHundredMegabyteFloodKeepsHarnessMemoryBounded) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "1", "-o", out, "--", hostilePath(), "*=flood:200"}, dir / "log");
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "log");
+  // ru_maxrss covers the harness and the children it reaped; the flood never
+  // passes through the harness, so both stay small.
+  EXPECT_LT(f.maxrss_kb, 64 * 1024);
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report);
+  EXPECT_LE(report->ranks[0].stderr_tail.size(), 64u * 1024);
+}
+
+TEST(ExecCli, ExternalTorchrunExecReportsLauncherAndRanks) {
+  if (!fileExists("/usr/bin/torchrun")) GTEST_SKIP() << "no /usr/bin/torchrun";
+  if (::geteuid() != 0) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--launcher", "external", "--deadline", "90", "-o", out, "--", "/usr/bin/torchrun",
+                         "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                         dir / "tr", hostilePath(), "delay=0.5", "0=exit:7", "*=sleep:60"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->stack.launcher, "external");
+  EXPECT_EQ(report->stack.world_size, 2);
+  ASSERT_EQ(report->ranks.size(), 2u);
+  EXPECT_EQ(report->ranks[0].exit_code, 7);
+  EXPECT_EQ(report->ranks[1].signal, "SIGTERM");
+  EXPECT_NE(report->launcher.exit_code, 0);
+  EXPECT_EQ(report->extra["trigger"]["rank"], 0);
+  EXPECT_TRUE(fileExists(out + "/launcher/stderr"));
+}
+
+TEST(ExecCli, ExplainReadsAFinishedRun) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  runFaultline({"exec", "--nproc", "1", "-o", out, "--", hostilePath(), "*=ok"}, dir / "log");
+  auto f = runFaultline({"explain", out, "--json"}, dir / "explain");
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "explain");
+  EXPECT_NE(readFile(dir / "explain").find("faultline.report/1"), std::string::npos);
+  EXPECT_EQ(exitStatus(runFaultline({"explain", dir / "nowhere"}, dir / "explain")), 2);
+}
+
+}  // namespace
+}  // namespace faultline
+
+namespace faultline {
+namespace {
+
+// The reference trainer, when built: in this tree, or named by $FAULTLINE_TRAINER.
+std::string trainerPath() {
+  if (const char* env = std::getenv("FAULTLINE_TRAINER"); env && fileExists(env)) return env;
+#ifdef FL_TRAINER
+  if (fileExists(FL_TRAINER)) return FL_TRAINER;
+#endif
+  return "";
+}
+
+TEST(ExecCliTrainer, HungCollectiveIsDetectedAsHangAndTornDownClean) {
+  const std::string trainer = trainerPath();
+  if (trainer.empty()) GTEST_SKIP() << "faultline-trainer not built (set FAULTLINE_TRAINER)";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "5", "--deadline", "180", "--grace", "3", "-o", out,
+                         "--", trainer, "--steps", "20", "--fault", "hung_collective", "--fault-rank", "1",
+                         "--fault-step", "3"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto sup = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(sup) << sup.error().str();
+  EXPECT_EQ(sup->trigger.kind, TriggerKind::kHang) << sup->trigger.detail;
+  EXPECT_NE(sup->trigger.detail.find("rank 0 in allreduce"), std::string::npos) << sup->trigger.detail;
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_TRUE(report->teardown.clean);
+  if (report->root_cause) {  // with the diagnose stage linked
+    EXPECT_EQ(report->root_cause->kind, Kind::kHungCollective);
+    EXPECT_EQ(report->root_cause->rank, 1);
+  }
+  EXPECT_TRUE(processesOfRun(out).empty());
+}
+
+TEST(ExecCliTrainer, ExternalTorchrunAttributesEveryTrainerRank) {
+  const std::string trainer = trainerPath();
+  if (trainer.empty()) GTEST_SKIP() << "faultline-trainer not built (set FAULTLINE_TRAINER)";
+  if (!fileExists("/usr/bin/torchrun")) GTEST_SKIP() << "no /usr/bin/torchrun";
+  if (::geteuid() != 0) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--launcher", "external", "--deadline", "180", "-o", out, "--", "/usr/bin/torchrun",
+                         "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                         dir / "tr", trainer, "--steps", "5"},
+                        dir / "log");
+  auto sup = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(sup) << sup.error().str() << "\n" << readFile(dir / "log");
+  ASSERT_EQ(sup->ranks.size(), 2u) << readFile(out + "/launcher/stderr");
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(sup->ranks[r].rank, r);
+    EXPECT_EQ(sup->ranks[r].exit_code, 0);
+    // The attributed process really carried that RANK: it is torchrun's child running the trainer.
+    bool exec_seen = false;
+    for (const auto& e : sup->process_exits) {
+      if (e.pid == sup->ranks[r].pid) exec_seen = e.cmdline.find("faultline-trainer") != std::string::npos;
+    }
+    EXPECT_TRUE(exec_seen);
+  }
+  ASSERT_TRUE(sup->launcher_process);
+  EXPECT_EQ(sup->launcher_process->exit_code, 0);
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "log");
+}
+
+}  // namespace
+}  // namespace faultline

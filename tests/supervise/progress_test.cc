@@ -1,0 +1,68 @@
+// CollectiveTracker and EventsFollower on hand-written event lines.
+#include "harness/supervise/progress.h"
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/supervise/test_support.h"
+
+namespace faultline::supervise {
+namespace {
+
+TEST(CollectiveTracker, BeginWithoutEndIsInsideACollective) {
+  CollectiveTracker t;
+  EXPECT_FALSE(t.instrumented());
+  t.onLine(0, R"({"t":1,"rank":0,"pid":9,"ev":"collective_begin","op":"allreduce","seq":3})");
+  t.onLine(1, R"({"t":2,"rank":1,"pid":8,"ev":"collective_begin","op":"allreduce","seq":3})");
+  t.onLine(1, R"({"t":3,"rank":1,"pid":8,"ev":"collective_end","op":"allreduce","seq":3})");
+  EXPECT_TRUE(t.instrumented());
+  EXPECT_TRUE(t.anyInCollective());
+  ASSERT_TRUE(t.openCollective(0));
+  EXPECT_EQ(t.openCollective(0)->op, "allreduce");
+  EXPECT_EQ(t.openCollective(0)->seq, 3);
+  EXPECT_FALSE(t.openCollective(1));
+  EXPECT_EQ(t.describe(), "rank 0 in allreduce seq 3; rank 1 not in a collective");
+}
+
+TEST(CollectiveTracker, MalformedLinesAreCountedNotFatal) {
+  CollectiveTracker t;
+  t.onLine(0, "not json");
+  t.onLine(0, R"({"ev":)");
+  t.onLine(0, "\xff\xfe");
+  t.onLine(0, R"({"rank":0})");
+  EXPECT_EQ(t.malformedLines(), 4u);
+  EXPECT_FALSE(t.instrumented());
+}
+
+TEST(CollectiveTracker, RankFieldWinsOverFileRank) {
+  CollectiveTracker t;
+  t.onLine(5, R"({"t":1,"rank":2,"pid":9,"ev":"collective_begin","op":"barrier","seq":0})");
+  EXPECT_TRUE(t.openCollective(2));
+  EXPECT_FALSE(t.openCollective(5));
+}
+
+TEST(EventsFollower, DeliversCompleteLinesAndKeepsThePartialOne) {
+  faultline::testing::TempDir dir;
+  const std::string path = dir / "events.jsonl";
+  EventsFollower f(path);
+  std::vector<std::string> lines;
+  auto collect = [&](std::string_view l) { lines.emplace_back(l); };
+  EXPECT_EQ(f.readNew(collect), 0u);  // no file yet
+  {
+    std::ofstream o(path);
+    o << "{\"a\":1}\n{\"b\":";
+  }
+  EXPECT_EQ(f.readNew(collect), 1u);
+  {
+    std::ofstream o(path, std::ios::app);
+    o << "2}\n";
+  }
+  EXPECT_EQ(f.readNew(collect), 1u);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "{\"a\":1}");
+  EXPECT_EQ(lines[1], "{\"b\":2}");
+}
+
+}  // namespace
+}  // namespace faultline::supervise

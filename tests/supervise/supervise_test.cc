@@ -1,0 +1,367 @@
+// superviseRun against real hostile processes, in process, so that the
+// harness's own fds and children can be checked after every run.
+#include "harness/supervise/supervisor.h"
+
+#include <signal.h>
+
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "harness/supervise/cgroup.h"
+#include "harness/supervise/proc_fs.h"
+#include "tests/supervise/test_support.h"
+
+namespace faultline::supervise {
+namespace {
+
+using faultline::testing::fileExists;
+using faultline::testing::hostilePath;
+using faultline::testing::LeakGuard;
+using faultline::testing::readFile;
+using faultline::testing::TempDir;
+
+SuperviseOptions builtin(const TempDir& dir, int nproc, std::vector<std::string> args) {
+  SuperviseOptions o;
+  o.launch.kind = launch::LauncherKind::kBuiltin;
+  o.launch.nproc = nproc;
+  o.launch.command = {hostilePath()};
+  for (auto& a : args) o.launch.command.push_back(std::move(a));
+  o.out_dir = dir / "run";
+  o.grace_s = 1;
+  o.deadline_s = 60;
+  return o;
+}
+
+const SupervisedRank& rankOf(const SupervisorRecord& rec, int rank) {
+  auto it = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const SupervisedRank& r) { return r.rank == rank; });
+  EXPECT_NE(it, rec.ranks.end()) << "no rank " << rank;
+  return *it;
+}
+
+// cgroup v2 delegation, ptrace of siblings and the proc connector all need
+// root here; without it the harness falls back, and the tests say so.
+bool cgroupAvailable() {
+  static const bool ok = [] { return RunCgroup::create("faultline-probe-" + newRunId()).has_value(); }();
+  return ok;
+}
+bool isRoot() { return ::geteuid() == 0; }
+
+// Nothing of the run is left: no process carrying its run id.
+void expectNothingLeft(const std::string& run_id) {
+  for (pid_t p : listPids()) {
+    if (!isAlive(p)) continue;
+    EXPECT_NE(environVar(p, "FAULTLINE_RUN_ID"), std::optional<std::string>(run_id)) << "pid " << p << " survived";
+  }
+}
+
+TEST(Supervise, CleanRunOfFourRanksWithTheContractEnvironment) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 4, {});
+  o.launch.command = {"/bin/sh", "-c",
+                      "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $MASTER_ADDR $MASTER_PORT "
+                      "$TORCHELASTIC_ERROR_FILE $FAULTLINE_RUN_DIR $FAULTLINE_EVENTS"};
+  o.launch.run_id = newRunId();
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kNone);
+  EXPECT_EQ(rec.world_size, 4);
+  ASSERT_EQ(rec.ranks.size(), 4u);
+  for (const auto& r : rec.ranks) {
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_FALSE(r.signal);
+    EXPECT_FALSE(r.killed_by_teardown);
+    ASSERT_TRUE(r.exit_ns);
+    EXPECT_GE(*r.exit_ns, r.start_ns);
+  }
+  EXPECT_TRUE(rec.teardown.report.clean);
+  EXPECT_EQ(rec.teardown.report.escalation, Escalation::kNone);
+  const std::string out = o.out_dir;
+  std::istringstream line(readFile(out + "/ranks/2/stdout"));
+  std::string rank, local, world, local_world, group, addr, port, error_file, run_dir, events;
+  line >> rank >> local >> world >> local_world >> group >> addr >> port >> error_file >> run_dir >> events;
+  EXPECT_EQ(rank, "2");
+  EXPECT_EQ(local, "2");
+  EXPECT_EQ(world, "4");
+  EXPECT_EQ(local_world, "4");
+  EXPECT_EQ(group, "0");
+  EXPECT_EQ(addr, "127.0.0.1");
+  EXPECT_GT(std::stoi(port), 0);
+  EXPECT_EQ(error_file, out + "/ranks/2/error.json");
+  EXPECT_EQ(run_dir, out);
+  EXPECT_EQ(events, out + "/ranks/2/events.jsonl");
+  expectNothingLeft(o.launch.run_id);
+}
+
+TEST(Supervise, RankExitingThreeIsTheFirstFailureAndOthersAreTornDown) {
+  LeakGuard guard;
+  TempDir dir;
+  auto run = superviseRun(builtin(dir, 3, {"1=exit:3", "*=sleep:60"}));
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  EXPECT_EQ(rankOf(rec, 1).exit_code, 3);
+  EXPECT_FALSE(rankOf(rec, 1).killed_by_teardown);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(rankOf(rec, r).signal, "SIGTERM");
+    EXPECT_TRUE(rankOf(rec, r).killed_by_teardown);
+  }
+  EXPECT_TRUE(rec.teardown.report.clean);
+  EXPECT_EQ(rec.teardown.report.escalation, Escalation::kSigterm);
+  EXPECT_LT(rec.teardown.report.duration_ms, 900);  // cooperative ranks: well inside the 1 s grace
+  EXPECT_GT(rec.teardown.started_ns, 0);
+}
+
+TEST(Supervise, SegfaultIsReportedAsSignal) {
+  LeakGuard guard;
+  TempDir dir;
+  auto run = superviseRun(builtin(dir, 2, {"0=segv", "*=sleep:60"}));
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.rank, 0);
+  EXPECT_EQ(rankOf(run->record, 0).signal, "SIGSEGV");
+  EXPECT_FALSE(rankOf(run->record, 0).exit_code);
+  EXPECT_NE(run->record.trigger.detail.find("SIGSEGV"), std::string::npos);
+}
+
+TEST(Supervise, RankIgnoringSigtermIsKilledAfterGrace) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"delay=0.3", "1=exit:1", "0=ignore-term:60"});
+  o.launch.run_id = newRunId();
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& td = run->record.teardown;
+  EXPECT_EQ(td.report.escalation, Escalation::kSigkill);
+  EXPECT_FALSE(td.report.clean);
+  EXPECT_GE(td.report.duration_ms, 900);
+  EXPECT_LT(td.report.duration_ms, 5000);
+  ASSERT_EQ(td.report.survivors.size(), 1u);
+  EXPECT_EQ(td.report.survivors[0].pid, rankOf(run->record, 0).pid);
+  EXPECT_EQ(rankOf(run->record, 0).signal, "SIGKILL");
+  bool term = false, kill = false;
+  for (const auto& s : td.signals) {
+    term = term || (s.signal == "SIGTERM" && s.rank == 0);
+    kill = kill || (s.signal == "SIGKILL" && s.rank == 0);
+  }
+  EXPECT_TRUE(term);
+  EXPECT_TRUE(kill);
+  expectNothingLeft(o.launch.run_id);
+}
+
+void daemonIsFoundAndKilled(bool allow_cgroup) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=daemon"});
+  o.allow_cgroup = allow_cgroup;
+  o.launch.run_id = newRunId();
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.containment, allow_cgroup && cgroupAvailable() ? "cgroup" : "subreaper");
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kNone);
+  EXPECT_FALSE(rec.teardown.report.clean);
+  const std::string pid_text = readFile(o.out_dir + "/daemon.pid");
+  ASSERT_FALSE(pid_text.empty());
+  const pid_t daemon = std::stoi(pid_text);
+  bool reported = false;
+  for (const auto& s : rec.teardown.report.survivors) reported = reported || s.pid == daemon;
+  EXPECT_TRUE(reported) << "daemon " << daemon << " not among the survivors";
+  EXPECT_FALSE(isAlive(daemon));
+  expectNothingLeft(o.launch.run_id);
+}
+
+TEST(Supervise, SetsidDaemonGrandchildIsFoundKilledAndReportedInCgroup) { daemonIsFoundAndKilled(true); }
+TEST(Supervise, SetsidDaemonGrandchildIsFoundKilledAndReportedUnderSubreaper) { daemonIsFoundAndKilled(false); }
+
+TEST(Supervise, StdoutFloodNeverBlocks) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 1, {"*=flood:200"});
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(rankOf(run->record, 0).exit_code, 0);
+  struct stat st{};
+  ASSERT_EQ(::stat((o.out_dir + "/ranks/0/stdout").c_str(), &st), 0);
+  EXPECT_GE(st.st_size, 200LL * 1024 * 1024);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(60));
+}
+
+TEST(Supervise, HangOfSilentUninstrumentedRanks) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=sleep:60"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kHang);
+  EXPECT_NE(run->record.trigger.detail.find("no output"), std::string::npos);
+  const double hang_after_ms = (run->record.trigger.t_ns - run->record.start_ns) / 1e6;
+  EXPECT_GE(hang_after_ms, 950);
+  EXPECT_LT(hang_after_ms, 10000);
+  EXPECT_TRUE(run->record.teardown.report.clean);
+}
+
+TEST(Supervise, HangInCollectiveNamesWaitingRankAndDumpsStacks) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=coll-wait:60", "1=coll-skip:60"});
+  o.hang_timeout_s = 1;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kHang);
+  EXPECT_NE(rec.trigger.detail.find("rank 0 in allreduce seq 1"), std::string::npos) << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("rank 1 not in a collective"), std::string::npos) << rec.trigger.detail;
+  if (fileExists("/usr/bin/gdb") && isRoot()) {
+    int gdb = 0;
+    for (const auto& d : rec.teardown.stack_dumps) gdb += d.method == "gdb";
+    EXPECT_EQ(gdb, 2);
+    EXPECT_NE(readFile(o.out_dir + "/ranks/0/stacks.txt").find("nanosleep"), std::string::npos);
+  }
+}
+
+TEST(Supervise, InstrumentedRanksOutsideCollectivesAreNoHang) {
+  // Instrumented ranks outside any collective are not a hang, however silent.
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=coll-skip:2"});
+  o.hang_timeout_s = 0.5;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
+}
+
+TEST(Supervise, SigusrOneOnlyToRanksThatCatchIt) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=usr1:60", "*=sleep:60"});
+  o.deadline_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kDeadline);
+  ASSERT_EQ(run->record.teardown.stack_dumps.size(), 1u);
+  EXPECT_EQ(run->record.teardown.stack_dumps[0].rank, 0);
+  EXPECT_EQ(run->record.teardown.stack_dumps[0].method, "sigusr1");
+  EXPECT_NE(readFile(o.out_dir + "/ranks/0/stderr").find("most recent call first"), std::string::npos);
+  // Rank 1 would have died of SIGUSR1; it got SIGTERM from the ladder instead.
+  EXPECT_EQ(rankOf(run->record, 1).signal, "SIGTERM");
+}
+
+TEST(Supervise, SharedMemoryLeftBehindIsALeak) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"delay=0.3", "1=exit:1", "0=shm:60"});
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  std::string shm = readFile(o.out_dir + "/shm-0");
+  ASSERT_FALSE(shm.empty());
+  shm.pop_back();  // newline
+  const auto& td = run->record.teardown.report;
+  EXPECT_FALSE(td.clean);
+  ASSERT_EQ(td.leaks.size(), 1u);
+  EXPECT_EQ(td.leaks[0], "shm:" + shm + " (left behind)");
+  ::unlink(shm.c_str());
+}
+
+TEST(Supervise, PreviousRunFilesAreClearedFromOut) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 3, {"*=ok"});
+  ASSERT_TRUE(superviseRun(o));
+  o.launch.nproc = 1;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run);
+  EXPECT_EQ(run->record.ranks.size(), 1u);
+  EXPECT_FALSE(fileExists(o.out_dir + "/ranks/2"));
+}
+
+TEST(Supervise, MissingCommandIsBadUsage) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 1, {});
+  o.launch.command = {"/nonexistent/faultline-no-such-binary"};
+  auto run = superviseRun(o);
+  ASSERT_FALSE(run);
+  EXPECT_EQ(run.error().code, ErrorCode::kBadUsage);
+}
+
+SuperviseOptions external(const TempDir& dir, std::vector<std::string> command) {
+  SuperviseOptions o;
+  o.launch.kind = launch::LauncherKind::kExternal;
+  o.launch.command = std::move(command);
+  o.out_dir = dir / "run";
+  o.grace_s = 1;
+  o.deadline_s = 90;
+  o.launcher_allowance_s = 15;
+  return o;
+}
+
+void externalShellLauncher(bool proc_connector) {
+  if (proc_connector && !isRoot()) GTEST_SKIP() << "the proc connector needs CAP_NET_ADMIN";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string script = dir / "launch.sh";
+  {
+    std::ofstream s(script);
+    s << "#!/bin/sh\nfor r in 0 1 2; do RANK=$r WORLD_SIZE=3 \"$@\" & done\nwait\n";
+  }
+  ::chmod(script.c_str(), 0755);
+  auto o = external(dir, {script, hostilePath(), "delay=0.3", "1=exit:3", "*=sleep:1"});
+  o.allow_proc_connector = proc_connector;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_EQ(rec.ranks.size(), 3u);
+  EXPECT_EQ(rec.world_size, 3);
+  if (proc_connector) {
+    EXPECT_EQ(rankOf(rec, 1).exit_code, 3);
+  } else {
+    // Without the proc connector an exit status is only seen while the rank
+    // is a zombie of its launcher; the shell's wait may reap it first.
+    EXPECT_TRUE(!rankOf(rec, 1).exit_code || rankOf(rec, 1).exit_code == 3);
+  }
+  ASSERT_TRUE(rankOf(rec, 1).exit_ns);
+  if (proc_connector) {
+    EXPECT_EQ(rankOf(rec, 0).exit_code, 0);
+    EXPECT_EQ(rankOf(rec, 2).exit_code, 0);
+    EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+    EXPECT_EQ(rec.trigger.rank, 1);
+  }
+  ASSERT_TRUE(rec.launcher_process);
+  EXPECT_EQ(rec.launcher_process->exit_code, 0);
+  EXPECT_TRUE(fileExists(o.out_dir + "/launcher/stdout"));
+}
+
+TEST(Supervise, ExternalShellLauncherRanksAreAttributedByRank) { externalShellLauncher(true); }
+TEST(Supervise, ExternalShellLauncherRanksAreFoundWithoutProcConnector) { externalShellLauncher(false); }
+
+TEST(Supervise, ExternalTorchrunRanksAreAttributedCorrectly) {
+  if (!fileExists("/usr/bin/torchrun")) GTEST_SKIP() << "no /usr/bin/torchrun";
+  if (!isRoot()) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
+  LeakGuard guard;
+  TempDir dir;
+  auto o = external(dir, {"/usr/bin/torchrun", "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2",
+                          "--log_dir", dir / "torchrun-logs", hostilePath(), "delay=0.5", "1=segv", "*=sleep:60"});
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_GE(rec.ranks.size(), 2u);
+  EXPECT_EQ(rankOf(rec, 1).signal, "SIGSEGV");
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  // Rank 0 was ended by torchrun itself, after rank 1's crash.
+  ASSERT_TRUE(rankOf(rec, 0).exit_ns);
+  EXPECT_GT(*rankOf(rec, 0).exit_ns, *rankOf(rec, 1).exit_ns);
+  ASSERT_TRUE(rec.launcher_process);
+  EXPECT_NE(rec.launcher_process->exit_code, 0);
+  EXPECT_TRUE(rec.teardown.report.clean);
+}
+
+}  // namespace
+}  // namespace faultline::supervise
