@@ -11,9 +11,8 @@
 #include <ostream>
 
 #include "harness/launch/run_layout.h"
-#ifdef FAULTLINE_HAVE_DIAGNOSE
-#include "harness/diagnose/diagnose.h"
-#endif
+#include "harness/cli/observe.h"
+#include "reports/render.h"
 
 #ifndef FAULTLINE_VERSION
 #define FAULTLINE_VERSION "0.0.0"
@@ -161,59 +160,34 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     return 2;
   }
   launch::RunLayout layout(so.out_dir);
-  auto run = supervise::superviseRun(so);
-  // The run is torn down; a late Ctrl-C must not cost the report. (The
-  // supervisor handled SIGINT/SIGTERM while anything of the run was alive.)
-  ::signal(SIGINT, SIG_IGN);
-  ::signal(SIGTERM, SIG_IGN);
+  auto observed = observeStack(so, t0, err);
   const auto wall_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   };
-  if (!run) {
-    const int code = exitCodeFor(run.error());
-    err << "faultline exec: " << run.error().str() << "\n";
+  if (!observed) {
+    const int code = exitCodeFor(observed.error());
+    err << "faultline exec: " << observed.error().str() << "\n";
     if (code == 2) return 2;
-    Report report;
-    report.stack.launcher = launch::launcherKindName(so.launch.kind);
-    report.stack.command = so.launch.command;
-    report.verdict = Verdict::kError;
-    report.harness = {FAULTLINE_VERSION, wall_ms()};
-    report.extra["harness_error"] = run.error().str();
+    Report report = harnessErrorReport(launch::launcherKindName(so.launch.kind), so.launch.command, observed.error(), wall_ms());
     (void)writeReport(report, layout.reportPath());
+    (void)reports::renderRun(report, so.out_dir);
     return 3;
   }
-  if (auto w = writeSupervisorRecord(run->record, layout.supervisorPath()); !w) {
-    err << "faultline exec: " << w.error().str() << "\n";
-  }
-  Report report = buildReport(*run, so.out_dir, wall_ms());
-#ifdef FAULTLINE_HAVE_DIAGNOSE
-  if (!run->interrupted) {
-    // Diagnosis works from files: the report as written so far plus the run's logs.
-    if (auto w = writeReport(report, layout.reportPath()); !w) err << "faultline exec: " << w.error().str() << "\n";
-    try {
-      auto d = diagnose::diagnoseRun(so.out_dir, report);
-      if (!d) {
-        report.extra["diagnose_error"] = d.error().str();
-        err << "faultline exec: diagnosis failed: " << d.error().str() << "\n";
-      }
-    } catch (const std::exception& e) {
-      // A crashing checker makes the answer unknown, never a pass.
-      report.extra["diagnose_error"] = std::string("exception: ") + e.what();
-    }
-    report.verdict = verdictOf(report, *run);
-    if (report.extra.contains("diagnose_error") && report.verdict == Verdict::kClean) report.verdict = Verdict::kUnresolved;
-  }
-#endif
+  Report& report = observed->report;
   report.harness.wall_ms = wall_ms();
   if (auto w = writeReport(report, layout.reportPath()); !w) {
     err << "faultline exec: " << w.error().str() << "\n";
     return 3;
   }
+  if (auto w = reports::renderRun(report, so.out_dir); !w) err << "faultline exec: " << w.error().str() << "\n";
   out << "faultline: " << verdictName(report.verdict) << " (" << report.ranks.size() << " rank(s), teardown "
-      << (report.teardown.clean ? "clean" : "not clean") << ", " << run->record.containment << ") -> "
+      << (report.teardown.clean ? "clean" : "not clean") << ", " << report.extra.value("containment", "") << ") -> "
       << layout.reportPath() << "\n";
-  if (report.root_cause) out << "root cause: " << report.root_cause->summary << "\n";
-  else if (run->record.trigger.kind != TriggerKind::kNone) out << "trigger: " << run->record.trigger.detail << "\n";
+  if (report.root_cause) {
+    out << "root cause: " << report.root_cause->summary << "\n";
+  } else if (report.extra.contains("trigger") && report.extra["trigger"].value("kind", "none") != "none") {
+    out << "trigger: " << report.extra["trigger"].value("detail", "") << "\n";
+  }
   switch (report.verdict) {
     case Verdict::kClean:
     case Verdict::kPass:

@@ -4,9 +4,7 @@
 #include <ostream>
 
 #include "harness/model/report.h"
-#ifdef FAULTLINE_HAVE_DIAGNOSE
 #include "harness/diagnose/diagnose.h"
-#endif
 
 namespace faultline::cli {
 
@@ -16,7 +14,6 @@ int runExplain(const std::string& run_dir, bool json, std::ostream& out, std::os
     err << "faultline explain: " << report.error().str() << "\n";
     return 2;
   }
-#ifdef FAULTLINE_HAVE_DIAGNOSE
   // Start from the supervisor's facts only: diagnosis output is recomputed.
   report->root_cause.reset();
   report->findings.clear();
@@ -30,9 +27,6 @@ int runExplain(const std::string& run_dir, bool json, std::ostream& out, std::os
     err << "faultline explain: diagnosis failed: " << e.what() << "\n";
     return 3;
   }
-#else
-  err << "faultline explain: built without the diagnose stage; showing the recorded report\n";
-#endif
   if (json) {
     out << toJson(*report).dump(2) << "\n";
   } else {

@@ -8,8 +8,23 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include "harness/cli/exec_command.h"
 #include "harness/cli/explain_command.h"
+#include "harness/cli/report_command.h"
+#include "harness/cli/scenario_command.h"
+
+namespace {
+
+// The running binary, so a suite can start one `faultline run` per scenario.
+std::string selfExe(const char* argv0) {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string(argv0);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace faultline::cli;
@@ -43,12 +58,41 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("RUN_DIR", run_dir)->required();
   explain_cmd->add_flag("--json", json, "print the report as JSON");
 
+  const std::vector<std::string> kStacks = {"builtin", "torchrun", "launch", "spawn", "external"};
+  std::vector<std::string> run_files;
+  ScenarioRunOptions run_opts;
+  run_opts.out_dir = "faultline-out";
+  auto* run_cmd = app.add_subcommand("run", "run scenarios and judge their expectations");
+  run_cmd->add_option("SCENARIO", run_files, "scenario .toml files")->required();
+  run_cmd->add_option("--stack", run_opts.stack, "run on this stack instead of the scenario's own")->check(CLI::IsMember(kStacks));
+  run_cmd->add_option("-o,--out", run_opts.out_dir, "run directory");
+
+  SuiteOptions suite;
+  suite.run.out_dir = "faultline-suite";
+  auto* suite_cmd = app.add_subcommand("suite", "run a catalog of scenarios in parallel");
+  suite_cmd->add_option("PATH", suite.paths, "scenario files or directories (default: scenarios)");
+  suite_cmd->add_option("--tag", suite.tags, "only scenarios with this tag (repeatable)");
+  suite_cmd->add_option("--stack", suite.run.stack, "run every scenario on this stack")->check(CLI::IsMember(kStacks));
+  suite_cmd->add_option("-j,--jobs", suite.jobs, "scenarios at a time (default: the number of cores)")->check(CLI::PositiveNumber);
+  suite_cmd->add_option("-o,--out", suite.run.out_dir, "suite directory");
+
+  std::vector<std::string> list_paths;
+  auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");
+  list_cmd->add_option("PATH", list_paths, "scenario files or directories (default: scenarios)");
+
+  std::string report_dir;
+  auto* report_cmd = app.add_subcommand("report", "re-render report files from report.json");
+  report_cmd->add_option("RUN_DIR", report_dir)->required();
+
   try {
     app.parse(cli_argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  // FAULTLINE_NO_CGROUP=1 forces the subreaper fallback of containment.
+  const char* no_cgroup = std::getenv("FAULTLINE_NO_CGROUP");
+  const bool allow_cgroup = !(no_cgroup && std::strcmp(no_cgroup, "1") == 0);
   if (*exec_cmd) {
     const auto rest = exec_cmd->remaining();
     if (!rest.empty() && (!command.empty() || rest.front().rfind("-", 0) == 0)) {
@@ -63,14 +107,38 @@ int main(int argc, char** argv) {
     }
     exec.command = command;
     if (nproc_opt->count() > 0) exec.nproc = nproc;
-    const char* no_cgroup = std::getenv("FAULTLINE_NO_CGROUP");
-    exec.allow_cgroup = !(no_cgroup && std::strcmp(no_cgroup, "1") == 0);
+    exec.allow_cgroup = allow_cgroup;
     try {
       return runExec(exec, std::cout, std::cerr);
     } catch (const std::exception& e) {
       std::cerr << "faultline exec: internal error: " << e.what() << "\n";
       return 3;
     }
+  }
+  if ((*run_cmd || *suite_cmd || *list_cmd || *report_cmd) && !command.empty()) {
+    std::cerr << "faultline: unexpected arguments after --\n";
+    return 2;
+  }
+  const std::string self = selfExe(argv[0]);
+  try {
+    if (*run_cmd) {
+      run_opts.tools = findTools(self);
+      run_opts.allow_cgroup = allow_cgroup;
+      return runCommand(run_files, run_opts, std::cout, std::cerr);
+    }
+    if (*suite_cmd) {
+      if (suite.paths.empty()) suite.paths = {"scenarios"};
+      suite.run.tools = findTools(self);
+      suite.run.allow_cgroup = allow_cgroup;
+      suite.self_exe = self;
+      suite.progress_tty = ::isatty(STDOUT_FILENO) != 0;
+      return suiteCommand(suite, std::cout, std::cerr);
+    }
+    if (*list_cmd) return listCommand(list_paths.empty() ? std::vector<std::string>{"scenarios"} : list_paths, std::cout, std::cerr);
+    if (*report_cmd) return runReport(report_dir, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "faultline: internal error: " << e.what() << "\n";
+    return 3;
   }
   if (*explain_cmd) {
     if (!command.empty()) {

@@ -327,6 +327,19 @@ Diagnosis analyzeRun(const RunInput& in) {
     addLocationFromStacks(first.evidence, *first.in);
     rc = rootFromEvidence(in, first);
     root_rank = first.in->rank;
+    // A rank that merely exited before any rank had a process group left its
+    // peers waiting at the rendezvous: the failure is the rendezvous's.
+    bool any_pg = false;
+    for (const auto& [r, st] : states) any_pg = any_pg || hasEvent(*st.in, "pg_init");
+    if (!any_pg && first.evidence.kind == Kind::kExitCode && in.world_size > 1) {
+      rc->kind = Kind::kRendezvousFailure;
+      rc->missing_ranks = {first.in->rank};
+      const std::string detail = "rank " + std::to_string(first.in->rank) + " exited with code " +
+                                 std::to_string(first.evidence.exit_code.value_or(-1)) +
+                                 " before joining the process group; the other ranks waited at the rendezvous";
+      rc->summary = "rank " + std::to_string(first.in->rank) + ": rendezvous failure: " + detail;
+      rc->layers.push_back({"error", detail});
+    }
   }
 
   // 4. Only collateral: a hang in a collective, a shutdown hang, a rendezvous failure.
@@ -418,7 +431,11 @@ Diagnosis analyzeRun(const RunInput& in) {
           st.evidence.collateral_reason != collateralKindName(CollateralKind::kStoreTimeout)) {
         all_store = false;
       }
-      if (!st.in->started) silent.push_back(r);
+      // A rank that never started, or whose own error is failing to reach the store, never joined.
+      const bool could_not_connect = st.cls == FailureClass::kCollateral &&
+                                     (st.evidence.message.find("to connect") != std::string::npos ||
+                                      st.evidence.message.find("Connection refused") != std::string::npos);
+      if (!st.in->started || could_not_connect) silent.push_back(r);
     }
     bool any_store = false;
     for (const auto& [r, st] : states) {

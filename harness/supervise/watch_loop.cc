@@ -41,6 +41,12 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layo
   signals_.add(SIGCHLD);
   signals_.add(SIGINT);
   signals_.add(SIGTERM);
+  // A handler never runs for a blocked signal, and a parent (a suite, a CI
+  // runner) may hand us a mask with SIGCHLD blocked: exits would go unseen.
+  sigset_t watched;
+  sigemptyset(&watched);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&watched, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &watched, nullptr);
   armSignals();
   // A guardian that dies early is reaped like any child.
   if (containment_.guardianPid() > 0) {

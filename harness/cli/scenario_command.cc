@@ -1,0 +1,344 @@
+// Scenario runs and the parallel suite.
+#include "harness/cli/scenario_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "harness/cli/observe.h"
+#include "harness/judge/judge.h"
+#include "harness/launch/rank_env.h"
+#include "harness/launch/run_layout.h"
+#include "reports/render.h"
+
+extern char** environ;
+
+namespace faultline::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+int64_t msSince(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count();
+}
+
+std::string dirOf(const std::string& file) {
+  const fs::path p = fs::absolute(file).parent_path();
+  return p.string();
+}
+
+void finish(Report& report, const std::string& run_dir, std::ostream& err) {
+  if (auto w = writeReport(report, run_dir + "/report.json"); !w) err << "faultline: " << w.error().str() << "\n";
+  if (auto w = reports::renderRun(report, run_dir); !w) err << "faultline: " << w.error().str() << "\n";
+}
+
+bool failing(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean && v != Verdict::kUnsupported; }
+
+int exitStatusFor(const std::vector<Verdict>& verdicts) {
+  bool harness_failed = false, failed = false;
+  for (Verdict v : verdicts) {
+    harness_failed = harness_failed || v == Verdict::kError;
+    failed = failed || failing(v);
+  }
+  return harness_failed ? 3 : failed ? 1 : 0;
+}
+
+std::string runDirName(const scenario::Scenario& s, const std::string& stack) {
+  return stack.empty() ? s.name : s.name + "--" + stack;
+}
+
+std::string fmtSeconds(int64_t ms) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1) << static_cast<double>(ms) / 1000.0 << " s";
+  return o.str();
+}
+
+}  // namespace
+
+launch::Tools findTools(const std::string& self_exe) {
+  launch::Tools t;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v && *v ? v : "";
+  };
+  if (auto v = env("FAULTLINE_TRAINER"); !v.empty()) {
+    t.trainer = v;
+  } else {
+    const fs::path bin = fs::path(self_exe).parent_path();
+    // The build tree (build/harness/cli/faultline -> build/reference-trainer/)
+    // and an installed layout (bin/faultline beside bin/faultline-trainer).
+    for (const fs::path& c : {bin / "../../reference-trainer/faultline-trainer", bin / "faultline-trainer"}) {
+      if (fs::exists(c)) {
+        t.trainer = fs::canonical(c).string();
+        break;
+      }
+    }
+  }
+  if (auto v = env("FAULTLINE_TORCHRUN"); !v.empty()) t.torchrun = v;
+  if (auto v = env("FAULTLINE_PYTHON"); !v.empty()) t.python = v;
+  return t;
+}
+
+Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, const std::string& run_dir_in,
+                   std::ostream& err) {
+  const auto t0 = Clock::now();
+  const std::string run_dir = launch::absolutePath(run_dir_in);
+  Report report;
+  if (auto made = launch::makeDirs(run_dir); !made) {
+    report = harnessErrorReport(opts.stack, {}, made.error(), msSince(t0));
+    report.scenario = ScenarioRef{s.name, s.file};
+    return report;  // nowhere to write it
+  }
+  auto port = launch::findFreePort();
+  const auto plan = launch::planStack(s, opts.stack, opts.tools, run_dir, port ? *port : 29500, dirOf(s.file));
+  if (plan.unsupported) {
+    report.stack.launcher = plan.stack;
+    report.stack.world_size = s.stack.world_size;
+    report.verdict = Verdict::kUnsupported;
+    report.extra["unsupported_reason"] = *plan.unsupported;
+  } else {
+    supervise::SuperviseOptions so;
+    so.launch = plan.launch;
+    so.out_dir = run_dir;
+    so.hang_timeout_s = s.limits.hang_timeout_s;
+    so.deadline_s = s.limits.deadline_s;
+    so.grace_s = s.limits.grace_s;
+    so.allow_cgroup = opts.allow_cgroup;
+    auto observed = observeStack(so, t0, err);
+    if (!observed) {
+      report = harnessErrorReport(plan.stack, plan.launch.command, observed.error(), msSince(t0));
+    } else {
+      report = std::move(observed->report);
+      report.stack.launcher = plan.stack;
+      report.expectations = judge::judgeAll(s.expect, toJson(report));
+      report.verdict = observed->interrupted ? Verdict::kIncomplete : judge::verdictOf(report.expectations);
+    }
+  }
+  report.scenario = ScenarioRef{s.name, s.file};
+  report.harness.wall_ms = msSince(t0);
+  finish(report, run_dir, err);
+  return report;
+}
+
+int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& opts, std::ostream& out,
+               std::ostream& err) {
+  auto loaded = scenario::loadScenarios(files);
+  if (!loaded) {
+    err << "faultline run: " << loaded.error().message << "\n";
+    return 2;
+  }
+  std::vector<Verdict> verdicts;
+  for (const auto& s : *loaded) {
+    const std::string dir = loaded->size() == 1 ? opts.out_dir : opts.out_dir + "/" + runDirName(s, opts.stack);
+    Report r = runScenario(s, opts, dir, err);
+    verdicts.push_back(r.verdict);
+    out << verdictName(r.verdict) << "  " << s.name << " (" << r.stack.launcher << ")  " << reports::headline(r)
+        << "\n  report: " << launch::absolutePath(dir) << "/report.html\n";
+    for (const auto& e : r.expectations) {
+      if (!e.ok) {
+        out << "  " << e.status << ": " << e.what << " expected " << e.expected.dump() << ", actual "
+            << e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+            << (e.reason.empty() ? "" : " (" + e.reason + ")") << "\n";
+      }
+    }
+  }
+  return exitStatusFor(verdicts);
+}
+
+int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
+  auto loaded = scenario::loadScenarios(paths);
+  if (!loaded) {
+    err << "faultline list: " << loaded.error().message << "\n";
+    return 2;
+  }
+  size_t width = 8;
+  for (const auto& s : *loaded) width = std::max(width, s.name.size());
+  for (const auto& s : *loaded) {
+    std::string tags;
+    for (const auto& t : s.tags) tags += (tags.empty() ? "" : ",") + t;
+    std::string stacks = s.stack.launcher;
+    for (const auto& st : s.stack.stacks) {
+      if (st != s.stack.launcher) stacks += "," + st;
+    }
+    out << std::left << std::setw(static_cast<int>(width) + 2) << s.name << std::setw(22) << ("[" + tags + "]")
+        << std::setw(24) << stacks << s.description << "\n";
+  }
+  out << loaded->size() << " scenarios\n";
+  return 0;
+}
+
+namespace {
+
+struct Job {
+  const scenario::Scenario* scenario = nullptr;
+  std::string dir;
+  pid_t pid = -1;
+  Clock::time_point started;
+};
+
+// Starts `faultline run FILE` for one scenario: each scenario in its own
+// harness process, so runs share no signal handlers, reapers or cgroups.
+pid_t startJob(const SuiteOptions& o, const Job& job) {
+  std::vector<std::string> args = {o.self_exe, "run", job.scenario->file, "-o", job.dir};
+  if (!o.run.stack.empty()) args.insert(args.end(), {"--stack", o.run.stack});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string log = job.dir + ".log";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // The suite blocks SIGCHLD for itself; each run starts with an empty mask
+  // and default dispositions, as from a shell.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), environ) != 0) pid = -1;
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+}  // namespace
+
+int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
+  const auto t0 = Clock::now();
+  auto loaded = scenario::loadScenarios(o.paths);
+  if (!loaded) {
+    err << "faultline suite: " << loaded.error().message << "\n";
+    return 2;
+  }
+  std::vector<const scenario::Scenario*> selected;
+  for (const auto& s : *loaded) {
+    bool take = o.tags.empty();
+    for (const auto& t : o.tags) take = take || s.hasTag(t);
+    if (take) selected.push_back(&s);
+  }
+  if (selected.empty()) {
+    err << "faultline suite: no scenario matches the given paths and tags\n";
+    return 2;
+  }
+  const std::string root = launch::absolutePath(o.run.out_dir);
+  if (auto made = launch::makeDirs(root); !made) {
+    err << "faultline suite: " << made.error().str() << "\n";
+    return 3;
+  }
+  const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  std::vector<Job> pending, running;
+  for (const auto* s : selected) pending.push_back(Job{s, root + "/" + runDirName(*s, o.run.stack), -1, {}});
+  std::reverse(pending.begin(), pending.end());
+  reports::Suite suite;
+  std::map<std::string, size_t> order;
+  for (size_t i = 0; i < selected.size(); ++i) order[selected[i]->name] = i;
+  suite.entries.resize(selected.size());
+  size_t done = 0;
+  out << "faultline suite: " << selected.size() << " scenarios, " << jobs << " at a time, reports in " << root << "\n";
+
+  // SIGCHLD is waited for with a timeout, so the live display can tick.
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  size_t drawn = 0;
+  auto redraw = [&] {
+    if (!o.progress_tty) return;
+    for (size_t i = 0; i < drawn; ++i) out << "\x1b[1A\x1b[2K";
+    drawn = 0;
+    for (const auto& j : running) {
+      out << "  running " << j.scenario->name << "  " << fmtSeconds(msSince(j.started)) << "\n";
+      ++drawn;
+    }
+    out << "  " << done << "/" << selected.size() << " done, " << fmtSeconds(msSince(t0)) << "\n";
+    ++drawn;
+    out.flush();
+  };
+  while (!pending.empty() || !running.empty()) {
+    while (!pending.empty() && static_cast<int>(running.size()) < jobs) {
+      Job j = pending.back();
+      pending.pop_back();
+      j.started = Clock::now();
+      j.pid = startJob(o, j);
+      if (j.pid < 0) {
+        err << "faultline suite: cannot start " << o.self_exe << "\n";
+        return 3;
+      }
+      running.push_back(j);
+    }
+    redraw();
+    timespec tick{0, 500'000'000};
+    sigtimedwait(&chld, nullptr, &tick);
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
+      auto it = std::find_if(running.begin(), running.end(), [&](const Job& j) { return j.pid == pid; });
+      if (it == running.end()) continue;
+      const scenario::Scenario& s = *it->scenario;
+      reports::SuiteEntry entry;
+      entry.name = s.name;
+      entry.run_dir = fs::path(it->dir).filename().string();
+      auto r = readReport(it->dir + "/report.json");
+      if (r) {
+        entry.report = std::move(*r);
+      } else {
+        entry.report.verdict = Verdict::kError;
+        entry.report.scenario = ScenarioRef{s.name, s.file};
+        entry.report.extra["harness_error"] = "no report: " + r.error().str() + " (see " + it->dir + ".log)";
+      }
+      entry.stack = entry.report.stack.launcher.empty() ? o.run.stack : entry.report.stack.launcher;
+      ++done;
+      if (o.progress_tty) {
+        for (size_t i = 0; i < drawn; ++i) out << "\x1b[1A\x1b[2K";
+        drawn = 0;
+      }
+      out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(11) << verdictName(entry.report.verdict)
+          << std::setw(34) << s.name << std::setw(10) << entry.stack << fmtSeconds(msSince(it->started)) << "  "
+          << reports::headline(entry.report) << "\n";
+      suite.entries[order[s.name]] = std::move(entry);
+      running.erase(it);
+    }
+  }
+  sigprocmask(SIG_UNBLOCK, &chld, nullptr);
+  suite.wall_ms = msSince(t0);
+  if (auto w = reports::renderSuite(suite, root); !w) err << "faultline suite: " << w.error().str() << "\n";
+
+  // The summary table: scenario, stack, verdict, root cause, teardown time.
+  out << "\n" << std::left << std::setw(34) << "scenario" << std::setw(10) << "stack" << std::setw(12) << "verdict"
+      << std::setw(10) << "teardown" << "root cause\n";
+  std::vector<Verdict> verdicts;
+  std::map<std::string, int> counts;
+  for (const auto& e : suite.entries) {
+    verdicts.push_back(e.report.verdict);
+    ++counts[verdictName(e.report.verdict)];
+    out << std::setw(34) << e.name << std::setw(10) << e.stack << std::setw(12) << verdictName(e.report.verdict)
+        << std::setw(10) << (std::to_string(e.report.teardown.duration_ms) + " ms") << reports::headline(e.report) << "\n";
+  }
+  out << "\n";
+  for (const auto& [v, n] : counts) out << v << ": " << n << "  ";
+  out << "wall " << fmtSeconds(suite.wall_ms) << "\nreports: " << root << "/index.html, " << root << "/report.md, "
+      << root << "/junit.xml, " << root << "/report.json\n";
+  return exitStatusFor(verdicts);
+}
+
+}  // namespace faultline::cli

@@ -1,0 +1,47 @@
+// `faultline run`, `suite` and `list`: scenarios through the whole pipeline
+// (plan -> supervise -> diagnose -> judge -> report), one run directory each.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "harness/launch/stack_plan.h"
+#include "harness/model/report.h"
+#include "harness/scenario/scenario.h"
+
+namespace faultline::cli {
+
+struct ScenarioRunOptions {
+  std::string stack;    // "" = each scenario's own launcher
+  std::string out_dir;  // the run directory (run) or the suite directory (suite)
+  launch::Tools tools;
+  bool allow_cgroup = true;
+};
+
+// Runs one scenario into `run_dir` and writes report.json, supervisor.json,
+// junit.xml, report.md and report.html there. Never throws; a harness failure
+// is verdict "error" in the returned report.
+Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, const std::string& run_dir,
+                   std::ostream& err);
+
+struct SuiteOptions {
+  ScenarioRunOptions run;
+  std::vector<std::string> paths;
+  std::vector<std::string> tags;  // any of them; empty = all
+  int jobs = 0;                   // 0 = what fits the cores
+  bool progress_tty = false;      // live display instead of plain lines
+  std::string self_exe;           // the faultline binary: each scenario runs in its own process
+};
+
+// Exit statuses of CONTRACT.md section 1.
+int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& opts, std::ostream& out, std::ostream& err);
+int suiteCommand(const SuiteOptions& opts, std::ostream& out, std::ostream& err);
+int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
+
+// Where the reference trainer and the stacks' programs are, from the
+// environment (FAULTLINE_TRAINER, FAULTLINE_TORCHRUN, FAULTLINE_PYTHON) or
+// next to the faultline binary.
+launch::Tools findTools(const std::string& self_exe);
+
+}  // namespace faultline::cli
