@@ -384,7 +384,13 @@ Diagnosis analyzeRun(const RunInput& in) {
       const RankState& st = states.at(r);
       const bool never_exited = st.cls == FailureClass::kTeardown || st.cls == FailureClass::kSurvivor ||
                                 (ri.killed_by_teardown && !st.has_evidence);
-      if (never_exited && !hasEvent(ri, "exit")) stuck.push_back(r);
+      // Stuck means still there after the others: a rank that ended before a
+      // peer did (stopped by its launcher, say) was not hanging on its way out.
+      bool ended_first = false;
+      for (const auto& [o, other] : in.ranks) {
+        ended_first = ended_first || (o != r && ri.exit_ns && other.exit_ns && *ri.exit_ns < *other.exit_ns);
+      }
+      if (never_exited && !ended_first && !hasEvent(ri, "exit")) stuck.push_back(r);
     }
     if (all_done && !stuck.empty() && stuck.size() < in.ranks.size() + 1) {
       RootCause c;

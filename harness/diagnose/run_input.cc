@@ -240,6 +240,24 @@ RunInput loadRun(const std::string& dir, const Report& report) {
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
+  // Exits the supervisor could not attribute (no RANK in the environment, as
+  // in torch.multiprocessing.spawn children) belong to the rank whose events
+  // carry that pid.
+  if (in.supervisor) {
+    for (const ProcessExit& pe : in.supervisor->process_exits) {
+      if (pe.rank) continue;
+      for (auto& [r, ri] : in.ranks) {
+        const bool same = std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                                      [&](const Event& e) { return e.pid == pe.pid; });
+        if (!same || ri.exit_known) continue;
+        ri.pid = pe.pid;
+        ri.exit_ns = pe.t_ns;
+        ri.exit_code = pe.exit_code;
+        ri.signal = pe.signal;
+        ri.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
+      }
+    }
+  }
 
   // The launcher: its stderr, torchrun's per-rank log files, spawn children.
   const fs::path ldir = root / "launcher";

@@ -133,9 +133,16 @@ void WatchLoop::teardown() {
   scan_timer_.cancel();
   allowance_timer_.cancel();
   const auto t0 = Clock::now();
-  auto live = containment_.members();
   const bool stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
                            (opts_.launch.kind == launch::LauncherKind::kExternal && launcher_finished_);
+  if (stack_ended && !containment_.empty()) {
+    // What is already on its way out is not left behind: a launcher's helpers
+    // (multiprocessing's resource tracker, say) exit when its pipes close, a
+    // few milliseconds after it. Only what is still there after a moment is.
+    runUntil([&] { return containment_.empty(); },
+             std::min<std::chrono::nanoseconds>(seconds(opts_.grace_s), std::chrono::milliseconds(1000)));
+  }
+  auto live = containment_.members();
   if (live.empty()) {
     // Nothing to end; still collect the exit statuses of ranks not yet reaped.
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));

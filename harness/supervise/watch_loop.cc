@@ -364,14 +364,32 @@ void WatchLoop::onHangTimer() {
     armHangTimer(last + limit);
     return;
   }
+  // A rank still alive, silent, a whole hang timeout after a peer finished
+  // cleanly is stuck on its way out (a shutdown hang), collective or not.
+  std::vector<int> finished, stuck;
+  for (const auto& r : ranks_) {
+    if (r->finished && r->exit_known && r->outcome.success()) {
+      finished.push_back(r->rank);
+    } else if (!r->finished) {
+      stuck.push_back(r->rank);
+    }
+  }
+  const bool shutdown_hang = !finished.empty() && !stuck.empty();
   // External mode before any rank exists: the launcher's own silence is no hang of ranks.
-  if (instrumented && !tracker_.anyInCollective()) {
+  if (instrumented && !tracker_.anyInCollective() && !shutdown_hang) {
     armHangTimer(now + limit);
     return;
   }
   const std::string secs = std::to_string(static_cast<int64_t>(opts_.hang_timeout_s * 1000)) + " ms";
-  std::string detail = instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
-                                    : "no output and no exit from any rank for " + secs;
+  auto list = [](const std::vector<int>& ranks) {
+    std::string out;
+    for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
+    return out;
+  };
+  std::string detail = shutdown_hang ? "rank(s) " + list(stuck) + " still running " + secs + " after rank(s) " +
+                                           list(finished) + " exited cleanly, with no progress"
+                       : instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
+                                      : "no output and no exit from any rank for " + secs;
   std::optional<int> rank;
   setTrigger(TriggerKind::kHang, rank, detail);
   stop_main_ = true;

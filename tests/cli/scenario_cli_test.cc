@@ -1,0 +1,165 @@
+// `faultline run`, `suite`, `list` and `report` as a user runs them: strict
+// scenario errors (exit 2, no report), judged verdicts, every report format,
+// unsupported stacks, and the core conformance suite end to end.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int status = -1;
+  std::string out;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the faultline binary through the shell, stdout and stderr together.
+Result faultline(const std::string& args, const fs::path& log) {
+  const std::string cmd = std::string(FL_FAULTLINE) + " " + args + " > " + log.string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(log)};
+}
+
+class ScenarioCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("fl_scenario_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path write(const std::string& name, const std::string& text) {
+    std::ofstream(dir_ / name) << text;
+    return dir_ / name;
+  }
+  // A scenario over the hostile fixture: rank `bad` exits 3, the others sleep until torn down.
+  fs::path hostileScenario(const std::string& name, const std::string& expect, const std::string& extra = "") {
+    return write(name + ".toml", "name = \"" + name + "\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\n"
+                 "trainer = \"command\"\ncommand = [\"" FL_HOSTILE "\", \"1=exit:3\", \"*=sleep:30\"]\n"
+                 "world_size = 3\n" + extra + "[limits]\nhang_timeout_s = 20\ndeadline_s = 30\ngrace_s = 2\n"
+                 "[expect]\n" + expect);
+  }
+  fs::path dir_;
+};
+
+TEST_F(ScenarioCli, BadScenarioExitsTwoNamingFileLineColumnAndWritesNoReport) {
+  auto bad = write("bad.toml", "name = \"x\"\n[stack]\nworld_size = 2\n[fault]\nkind = \"segfault\"\nrank = 5\n"
+                               "[expect]\n\"verdict\" = \"pass\"\n");
+  auto r = faultline("run " + bad.string() + " -o " + (dir_ / "out").string(), dir_ / "log");
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.out.find(bad.string() + ":6:8: fault.rank: rank 5 is impossible with world_size 2, expected 0..1"),
+            std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "out" / "report.json"));
+}
+
+TEST_F(ScenarioCli, PassingScenarioExitsZeroAndWritesEveryFormat) {
+  auto s = hostileScenario("exit3", "\"root_cause.kind\" = \"exit_code\"\n\"root_cause.rank\" = 1\n"
+                                    "\"root_cause.exit_code\" = 3\n\"teardown.clean\" = true\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "pass");
+  EXPECT_EQ(report["scenario"]["name"], "exit3");
+  ASSERT_EQ(report["expectations"].size(), 4u);
+  for (const auto& e : report["expectations"]) EXPECT_TRUE(e["ok"].get<bool>()) << e.dump();
+  for (const char* f : {"junit.xml", "report.md", "report.html", "supervisor.json"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+}
+
+TEST_F(ScenarioCli, FailedExpectationExitsOneAndRecordsExpectedAndActual) {
+  auto s = hostileScenario("wrong", "\"root_cause.rank\" = 2\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "fail");
+  EXPECT_EQ(report["expectations"][0]["expected"], 2);
+  EXPECT_EQ(report["expectations"][0]["actual"], 1);
+  EXPECT_NE(r.out.find("fail: root_cause.rank expected 2, actual 1"), std::string::npos) << r.out;
+}
+
+TEST_F(ScenarioCli, UnsupportedStackIsReportedWithItsReason) {
+  auto s = hostileScenario("builtin-only", "\"root_cause.rank\" = 1\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " --stack launch -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "unsupported");
+  EXPECT_EQ(report["unsupported_reason"], "scenario 'builtin-only' applies to the stacks builtin, not launch");
+}
+
+TEST_F(ScenarioCli, ListPrintsTheCatalog) {
+  auto r = faultline(std::string("list ") + FL_SOURCE_DIR "/scenarios", dir_ / "log");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("hung-collective"), std::string::npos);
+  EXPECT_NE(r.out.find("python-name-error"), std::string::npos);
+  EXPECT_NE(r.out.find(" scenarios\n"), std::string::npos);
+}
+
+TEST_F(ScenarioCli, ReportReRendersFromReportJsonAlone) {
+  auto s = hostileScenario("rerender", "\"root_cause.rank\" = 1\n");
+  const fs::path out = dir_ / "out";
+  ASSERT_EQ(faultline("run " + s.string() + " -o " + out.string(), dir_ / "log").status, 0);
+  fs::remove(out / "report.html");
+  fs::remove(out / "junit.xml");
+  auto r = faultline("report " + out.string(), dir_ / "log2");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_TRUE(fs::exists(out / "report.html"));
+  EXPECT_TRUE(fs::exists(out / "junit.xml"));
+  EXPECT_EQ(faultline("report " + (dir_ / "nowhere").string(), dir_ / "log3").status, 2);
+}
+
+TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
+  hostileScenario("one", "\"root_cause.rank\" = 1\n");
+  hostileScenario("two", "\"root_cause.kind\" = \"exit_code\"\n");
+  const fs::path out = dir_ / "suite";
+  auto r = faultline("suite " + dir_.string() + " -j 2 -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(suite["schema"], "faultline.suite/1");
+  EXPECT_EQ(suite["counts"]["pass"], 2);
+  for (const char* f : {"junit.xml", "report.md", "index.html", "one/report.html", "two/report.json"}) {
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  }
+  EXPECT_NE(r.out.find("scenario"), std::string::npos);  // the summary table
+}
+
+// The core tag of the conformance catalog against the builtin stack, end to
+// end with the reference trainer and real Python DDP trainers.
+TEST(Conformance, CoreSuitePassesOnTheBuiltinStack) {
+  const fs::path out = fs::temp_directory_path() / ("fl_conformance_core_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  auto r = faultline(std::string("suite ") + FL_SOURCE_DIR "/scenarios --tag core --stack builtin -j 2 -o " +
+                         out.string(),
+                     fs::temp_directory_path() / ("fl_conformance_core_" + std::to_string(::getpid()) + ".log"));
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_GE(suite["scenarios"].size(), 10u);
+  for (const auto& s : suite["scenarios"]) EXPECT_EQ(s["verdict"], "pass") << s.dump();
+}
+
+}  // namespace
+}  // namespace faultline
