@@ -329,9 +329,15 @@ Diagnosis analyzeRun(const RunInput& in) {
     root_rank = first.in->rank;
     // A rank that merely exited before any rank had a process group left its
     // peers waiting at the rendezvous: the failure is the rendezvous's.
-    bool any_pg = false;
-    for (const auto& [r, st] : states) any_pg = any_pg || hasEvent(*st.in, "pg_init");
-    if (!any_pg && first.evidence.kind == Kind::kExitCode && in.world_size > 1) {
+    // (Only instrumented ranks can say they never had a group; a peer that
+    // exited cleanly was not waiting.)
+    bool any_pg = false, instrumented = false, peer_clean = false;
+    for (const auto& [r, st] : states) {
+      any_pg = any_pg || hasEvent(*st.in, "pg_init");
+      instrumented = instrumented || hasEvent(*st.in, "start");
+      peer_clean = peer_clean || (st.in->exit_known && st.in->exit_code == 0 && !st.in->signal);
+    }
+    if (instrumented && !any_pg && !peer_clean && first.evidence.kind == Kind::kExitCode && in.world_size > 1) {
       rc->kind = Kind::kRendezvousFailure;
       rc->missing_ranks = {first.in->rank};
       const std::string detail = "rank " + std::to_string(first.in->rank) + " exited with code " +

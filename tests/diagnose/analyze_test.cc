@@ -242,3 +242,38 @@ TEST(Analyze, LauncherLayerNamesTorchrunsWrongChoice) {
 
 }  // namespace
 }  // namespace faultline::diagnose
+
+namespace faultline::diagnose {
+namespace {
+
+// A rank that exits before any rank has a process group, while its
+// instrumented peers wait at the rendezvous, is the rendezvous's failure.
+TEST(Analyze, ExitBeforeAnyProcessGroupIsARendezvousFailure) {
+  RunInput in;
+  in.world_size = 2;
+  RankInput& r0 = in.ranks[0];
+  r0.rank = 0;
+  r0.started = true;
+  r0.killed_by_teardown = true;
+  r0.signal = "SIGTERM";
+  r0.exit_known = true;
+  Event start;
+  start.ev = "start";
+  start.rank = 0;
+  r0.events.events.push_back(start);
+  RankInput& r1 = in.ranks[1];
+  r1.rank = 1;
+  r1.started = true;
+  r1.exit_code = 1;
+  r1.exit_known = true;
+  start.rank = 1;
+  r1.events.events.push_back(start);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kRendezvousFailure);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_EQ(d.root_cause->exit_code, 1);
+}
+
+}  // namespace
+}  // namespace faultline::diagnose
