@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/model/atomic_file.h"
 #include "reports/render.h"
 #include "reports/xml_text.h"
 
@@ -144,17 +145,6 @@ std::string page(const std::string& title, const std::string& content) {
          e(title) + "</title>" + kStyle + "</head><body>\n" + content + "</body></html>\n";
 }
 
-Result<void> writeText(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return fail(ErrorCode::kIo, "cannot write", tmp);
-    out << text;
-    if (!out.flush()) return fail(ErrorCode::kIo, "write failed", tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return fail(ErrorCode::kIo, "rename failed", path);
-  return {};
-}
 
 }  // namespace
 
@@ -180,16 +170,16 @@ std::string htmlForSuite(const Suite& s) {
 }
 
 Result<void> renderRun(const Report& r, const std::string& run_dir) {
-  if (auto w = writeText(run_dir + "/junit.xml", junitForRun(r)); !w) return w;
-  if (auto w = writeText(run_dir + "/report.md", markdownForRun(r)); !w) return w;
-  return writeText(run_dir + "/report.html", htmlForRun(r));
+  if (auto w = writeFileAtomically(run_dir + "/junit.xml", junitForRun(r)); !w) return w;
+  if (auto w = writeFileAtomically(run_dir + "/report.md", markdownForRun(r)); !w) return w;
+  return writeFileAtomically(run_dir + "/report.html", htmlForRun(r));
 }
 
 Result<void> renderSuite(const Suite& s, const std::string& dir) {
-  if (auto w = writeText(dir + "/report.json", suiteJson(s).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); !w) return w;
-  if (auto w = writeText(dir + "/junit.xml", junitForSuite(s)); !w) return w;
-  if (auto w = writeText(dir + "/report.md", markdownForSuite(s)); !w) return w;
-  return writeText(dir + "/index.html", htmlForSuite(s));
+  if (auto w = writeFileAtomically(dir + "/report.json", suiteJson(s).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"); !w) return w;
+  if (auto w = writeFileAtomically(dir + "/junit.xml", junitForSuite(s)); !w) return w;
+  if (auto w = writeFileAtomically(dir + "/report.md", markdownForSuite(s)); !w) return w;
+  return writeFileAtomically(dir + "/index.html", htmlForSuite(s));
 }
 
 }  // namespace faultline::reports

@@ -1,5 +1,6 @@
 // JSON form of the run report (CONTRACT.md section 4) and its atomic writer.
 #include "harness/model/report.h"
+#include "harness/model/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -407,28 +408,7 @@ Result<Report> readReport(const std::string& path) {
 
 Result<void> writeReport(const Report& r, const std::string& path) {
   // Non-UTF-8 bytes from rank output are replaced, never a reason to lose the report.
-  const std::string text = toJson(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n";
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), tmp);
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail(ErrorCode::kIo, std::string("write failed: ") + std::strerror(err), tmp);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return fail(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(err), path);
-  }
-  return {};
+  return writeFileAtomically(path, toJson(r).dump(2, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace faultline

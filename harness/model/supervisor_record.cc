@@ -1,5 +1,6 @@
 // JSON form of OUT/supervisor.json and its atomic writer.
 #include "harness/model/supervisor_record.h"
+#include "harness/model/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -239,28 +240,7 @@ Result<SupervisorRecord> readSupervisorRecord(const std::string& path) {
 }
 
 Result<void> writeSupervisorRecord(const SupervisorRecord& r, const std::string& path) {
-  const std::string text = toJson(r).dump(2) + "\n";
-  const std::string tmp = path + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), tmp);
-  size_t off = 0;
-  while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return fail(ErrorCode::kIo, std::string("write failed: ") + std::strerror(err), tmp);
-    }
-    off += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return fail(ErrorCode::kIo, std::string("rename failed: ") + std::strerror(err), path);
-  }
-  return {};
+  return writeFileAtomically(path, toJson(r).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 }  // namespace faultline
