@@ -34,6 +34,9 @@ std::string htmlForRun(const Report& r);
 std::string htmlForSuite(const Suite& s);
 nlohmann::json suiteJson(const Suite& s);
 
+// The failure-mode catalog (Markdown): one row per scenario and stack.
+std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by);
+
 // The one-line cause a person reads first: the root-cause summary, else the
 // first finding, else the verdict.
 std::string headline(const Report& r);

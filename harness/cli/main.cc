@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   suite_cmd->add_option("--stack", suite.run.stack, "run every scenario on this stack")->check(CLI::IsMember(kStacks));
   suite_cmd->add_option("-j,--jobs", suite.jobs, "scenarios at a time (default: the number of cores)")->check(CLI::PositiveNumber);
   suite_cmd->add_option("-o,--out", suite.run.out_dir, "suite directory");
+  suite_cmd->add_option("--catalog", suite.catalog,
+                        "run on the builtin and torchrun stacks and write the failure-mode catalog (Markdown) here");
 
   std::vector<std::string> list_paths;
   auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");

@@ -11,38 +11,55 @@
 namespace faultline::cli {
 namespace {
 
-namespace fs = std::filesystem;
-
 // A suite directory: report.json has schema faultline.suite/1 and each entry's run_dir holds a run.
-int renderSuiteDir(const std::string& dir, const nlohmann::json& suite_json, std::ostream& out, std::ostream& err) {
+int renderSuiteDir(const std::string& dir, std::ostream& out, std::ostream& err) {
+  auto suite = loadSuite(dir);
+  if (!suite) {
+    err << "faultline report: " << suite.error().str() << "\n";
+    return 2;
+  }
+  for (const auto& entry : suite->entries) {
+    if (auto w = reports::renderRun(entry.report, dir + "/" + entry.run_dir); !w) {
+      err << "faultline report: " << w.error().str() << "\n";
+      return 3;
+    }
+  }
+  if (auto w = reports::renderSuite(*suite, dir); !w) {
+    err << "faultline report: " << w.error().str() << "\n";
+    return 3;
+  }
+  out << "rendered " << suite->entries.size() << " runs and " << dir << "/index.html\n";
+  return 0;
+}
+
+}  // namespace
+
+Result<reports::Suite> loadSuite(const std::string& dir) {
+  std::ifstream in(dir + "/report.json");
+  if (!in) return fail(ErrorCode::kIo, "cannot read", dir + "/report.json");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return fail(ErrorCode::kBadInput, std::string("not valid JSON: ") + e.what(), dir + "/report.json");
+  }
+  if (j.value("schema", "") != "faultline.suite/1") {
+    return fail(ErrorCode::kBadInput, "not a suite report (schema faultline.suite/1)", dir + "/report.json");
+  }
   reports::Suite suite;
-  suite.wall_ms = suite_json.value("wall_ms", int64_t{0});
-  for (const auto& e : suite_json.value("scenarios", nlohmann::json::array())) {
+  suite.wall_ms = j.value("wall_ms", int64_t{0});
+  for (const auto& e : j.value("scenarios", nlohmann::json::array())) {
     reports::SuiteEntry entry;
     entry.name = e.value("name", "");
     entry.stack = e.value("stack", "");
     entry.run_dir = e.value("run_dir", "");
     auto r = readReport(dir + "/" + entry.run_dir + "/report.json");
-    if (!r) {
-      err << "faultline report: " << r.error().str() << "\n";
-      return 2;
-    }
-    if (auto w = reports::renderRun(*r, dir + "/" + entry.run_dir); !w) {
-      err << "faultline report: " << w.error().str() << "\n";
-      return 3;
-    }
+    if (!r) return tl::unexpected(r.error());
     entry.report = std::move(*r);
     suite.entries.push_back(std::move(entry));
   }
-  if (auto w = reports::renderSuite(suite, dir); !w) {
-    err << "faultline report: " << w.error().str() << "\n";
-    return 3;
-  }
-  out << "rendered " << suite.entries.size() << " runs and " << dir << "/index.html\n";
-  return 0;
+  return suite;
 }
-
-}  // namespace
 
 int runReport(const std::string& run_dir, std::ostream& out, std::ostream& err) {
   const std::string path = run_dir + "/report.json";
@@ -58,7 +75,7 @@ int runReport(const std::string& run_dir, std::ostream& out, std::ostream& err) 
     err << "faultline report: " << path << ": not valid JSON: " << e.what() << "\n";
     return 2;
   }
-  if (j.value("schema", "") == "faultline.suite/1") return renderSuiteDir(run_dir, j, out, err);
+  if (j.value("schema", "") == "faultline.suite/1") return renderSuiteDir(run_dir, out, err);
   auto report = reportFromJson(j);
   if (!report) {
     err << "faultline report: " << path << ": " << report.error().str() << "\n";

@@ -5,8 +5,14 @@
 #include <iosfwd>
 #include <string>
 
+#include "harness/model/error.h"
+#include "reports/render.h"
+
 namespace faultline::cli {
 
 int runReport(const std::string& run_dir, std::ostream& out, std::ostream& err);
+
+// A suite directory's report.json with every run's report.json.
+Result<reports::Suite> loadSuite(const std::string& dir);
 
 }  // namespace faultline::cli

@@ -18,6 +18,8 @@
 #include <thread>
 
 #include "harness/cli/observe.h"
+#include "harness/cli/report_command.h"
+#include "harness/model/atomic_file.h"
 #include "harness/judge/judge.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
@@ -180,6 +182,8 @@ int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::o
   return 0;
 }
 
+int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err);
+
 namespace {
 
 struct Job {
@@ -224,6 +228,7 @@ pid_t startJob(const SuiteOptions& o, const Job& job) {
 }  // namespace
 
 int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.catalog.empty()) return catalogCommand(o, out, err);
   const auto t0 = Clock::now();
   auto loaded = scenario::loadScenarios(o.paths);
   if (!loaded) {
@@ -339,6 +344,40 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   out << "wall " << fmtSeconds(suite.wall_ms) << "\nreports: " << root << "/index.html, " << root << "/report.md, "
       << root << "/junit.xml, " << root << "/report.json\n";
   return exitStatusFor(verdicts);
+}
+
+int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
+  if (!o.run.stack.empty()) {
+    err << "faultline suite: --catalog runs the builtin and torchrun stacks itself; drop --stack\n";
+    return 2;
+  }
+  std::vector<std::pair<std::string, reports::Suite>> stacks;
+  int status = 0;
+  for (const std::string stack : {"builtin", "torchrun"}) {
+    SuiteOptions one = o;
+    one.catalog.clear();
+    one.run.stack = stack;
+    one.run.out_dir = o.run.out_dir + "/" + stack;
+    const int s = suiteCommand(one, out, err);
+    if (s == 2) return 2;
+    status = std::max(status, s);
+    auto suite = loadSuite(launch::absolutePath(one.run.out_dir));
+    if (!suite) {
+      err << "faultline suite: " << suite.error().str() << "\n";
+      return 3;
+    }
+    stacks.emplace_back(stack, std::move(*suite));
+  }
+  std::string generated_by = "faultline suite";
+  for (const auto& p : o.paths) generated_by += " " + p;
+  for (const auto& t : o.tags) generated_by += " --tag " + t;
+  generated_by += " --catalog " + o.catalog;
+  if (auto w = writeFileAtomically(o.catalog, reports::failureModeCatalog(stacks, generated_by)); !w) {
+    err << "faultline suite: " << w.error().str() << "\n";
+    return 3;
+  }
+  out << "failure-mode catalog: " << o.catalog << "\n";
+  return status;
 }
 
 }  // namespace faultline::cli

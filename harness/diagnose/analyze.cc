@@ -2,6 +2,7 @@
 #include "harness/diagnose/analyze.h"
 
 #include <algorithm>
+#include <map>
 #include <limits>
 
 #include "harness/diagnose/collateral.h"
@@ -559,6 +560,32 @@ Diagnosis analyzeRun(const RunInput& in) {
 
     if (st.t_ns && st.cls != FailureClass::kNone && st.t_precise) {
       d.timeline.push_back({tms(*st.t_ns), r, "rank " + std::to_string(r) + " " + rankEvidenceText(st)});
+    }
+  }
+  // What each rank's own events say, so a timeline shows steps, the injected
+  // fault and a collective never left, not only exits.
+  for (const auto& [r, ri] : in.ranks) {
+    const auto& evs = ri.events.events;
+    int64_t last_step = -1;
+    for (const Event& e : evs) last_step = e.ev == "step_end" ? std::max(last_step, e.step) : last_step;
+    const int64_t every = std::max<int64_t>(1, (last_step + 19) / 20);  // about 20 step marks a rank
+    std::map<int64_t, const Event*> open;  // collective seq -> its begin
+    for (const Event& e : evs) {
+      if (e.t <= 0) continue;
+      if (e.ev == "fault") {
+        d.timeline.push_back({tms(e.t), r, "fault " + e.kind + " injected at step " + std::to_string(e.step)});
+      } else if (e.ev == "pg_init") {
+        d.timeline.push_back({tms(e.t), r, "process group up (" + e.backend + ")"});
+      } else if (e.ev == "step_end" && e.step % every == 0) {
+        d.timeline.push_back({tms(e.t), r, "step " + std::to_string(e.step) + " done"});
+      } else if (e.ev == "collective_begin") {
+        open[e.seq] = &e;
+      } else if (e.ev == "collective_end") {
+        open.erase(e.seq);
+      }
+    }
+    for (const auto& [seq, e] : open) {
+      d.timeline.push_back({tms(e->t), r, "entered " + e->op + " #" + std::to_string(seq) + ", never left"});
     }
   }
   if (rc) {

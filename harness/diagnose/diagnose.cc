@@ -21,6 +21,12 @@ Result<void> diagnoseRun(const std::string& run_dir, Report& report) {
     const RunInput in = loadRun(run_dir, report);
     Diagnosis d = analyzeRun(in);
     report.root_cause = std::move(d.root_cause);
+    // What the launcher itself blamed (torchrun's "Root Cause" block), kept
+    // as data so a catalog can say whether the stack named the right rank.
+    report.extra.erase("launcher_root_cause_rank");
+    if (in.launcher && in.launcher->claimed_root_rank) {
+      report.extra["launcher_root_cause_rank"] = *in.launcher->claimed_root_rank;
+    }
     for (const RankVerdict& v : d.ranks) {
       auto it = std::find_if(report.ranks.begin(), report.ranks.end(),
                              [&](const RankReport& r) { return r.rank == v.rank; });

@@ -375,8 +375,9 @@ void WatchLoop::onHangTimer() {
     }
   }
   const bool shutdown_hang = !finished.empty() && !stuck.empty();
-  // External mode before any rank exists: the launcher's own silence is no hang of ranks.
-  if (instrumented && !tracker_.anyInCollective() && !shutdown_hang) {
+  // External mode before any rank exists (torchrun still importing torch):
+  // the launcher's own silence is no hang of ranks; the deadline bounds it.
+  if (ranks_.empty() || (instrumented && !tracker_.anyInCollective() && !shutdown_hang)) {
     armHangTimer(now + limit);
     return;
   }
