@@ -3,25 +3,11 @@
 #include <sstream>
 
 #include "reports/render.h"
+#include "reports/xml_text.h"
 
 namespace faultline::reports {
 namespace {
 
-std::string cell(const std::string& s) {
-  std::string out;
-  for (char c : s.substr(0, s.find('\n'))) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 const Expectation* expectationOn(const Report& r, const std::string& path) {
   for (const auto& e : r.expectations) {
@@ -90,8 +76,8 @@ std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>&
       auto it = by[name].find(stack);
       if (it == by[name].end()) continue;
       const Report& r = it->second->report;
-      o << "| " << cell(name) << " | " << stack << " | " << verdictName(r.verdict) << " | " << cell(headline(r)) << " | "
-        << cell(stackOwnReport(r)) << " | " << rightRank(r) << " | " << r.teardown.duration_ms << " ms"
+      o << "| " << markdownCell(name) << " | " << stack << " | " << verdictName(r.verdict) << " | " << markdownCell(headline(r)) << " | "
+        << markdownCell(stackOwnReport(r)) << " | " << rightRank(r) << " | " << r.teardown.duration_ms << " ms"
         << (r.teardown.clean ? "" : " (not clean)") << " | " << leftovers(r) << " |\n";
     }
   }

@@ -102,23 +102,6 @@ void junitSuite(std::ostringstream& o, const Report& r, const std::string& name,
   o << "  </testsuite>\n";
 }
 
-std::string mdCell(const std::string& s) {
-  std::string out;
-  for (char c : firstLine(s)) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '<') {
-      out += "&lt;";
-    } else if (c == '>') {
-      out += "&gt;";
-    } else if (c == '`') {
-      out += "'";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 // Untrusted text in a fenced block: a fence inside it cannot close ours.
 std::string mdFence(const std::string& s) {
@@ -160,38 +143,38 @@ std::string junitForSuite(const Suite& s) {
 
 std::string markdownForRun(const Report& r) {
   std::ostringstream o;
-  o << "## faultline: " << mdCell(suiteName(r)) << " — " << verdictName(r.verdict) << "\n\n";
-  o << "**" << mdCell(headline(r)) << "**\n\n";
+  o << "## faultline: " << markdownCell(suiteName(r)) << " — " << verdictName(r.verdict) << "\n\n";
+  o << "**" << markdownCell(headline(r)) << "**\n\n";
   if (r.root_cause) {
     o << "| layer | what it says |\n|---|---|\n";
-    for (const auto& l : r.root_cause->layers) o << "| " << mdCell(l.layer) << " | " << mdCell(l.text) << " |\n";
+    for (const auto& l : r.root_cause->layers) o << "| " << markdownCell(l.layer) << " | " << markdownCell(l.text) << " |\n";
     o << "\n";
   }
   if (!r.findings.empty()) {
     o << "### Findings\n\n| kind | ranks | severity | summary |\n|---|---|---|---|\n";
     for (const auto& f : r.findings) {
-      o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << f.severity << " | " << mdCell(f.summary) << " |\n";
+      o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << f.severity << " | " << markdownCell(f.summary) << " |\n";
     }
     o << "\n";
   }
   if (!r.expectations.empty()) {
     o << "### Expectations\n\n| | expectation | expected | actual |\n|---|---|---|---|\n";
     for (const auto& e : r.expectations) {
-      o << "| " << (e.ok ? "✅" : e.status == "unresolved" ? "❓" : "❌") << " | " << mdCell(e.what) << " | "
-        << mdCell(e.expected.dump()) << " | "
-        << mdCell(e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " |\n";
+      o << "| " << (e.ok ? "✅" : e.status == "unresolved" ? "❓" : "❌") << " | " << markdownCell(e.what) << " | "
+        << markdownCell(e.expected.dump()) << " | "
+        << markdownCell(e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " |\n";
     }
     o << "\n";
   }
   o << "### Ranks\n\n| rank | role | exit | diagnosis |\n|---|---|---|---|\n";
   for (const auto& k : r.ranks) {
     const std::string exit = k.signal ? *k.signal : k.exit_code ? std::to_string(*k.exit_code) : "?";
-    o << "| " << k.rank << " | " << roleName(k.role) << " | " << exit << " | " << mdCell(k.diagnosis) << " |\n";
+    o << "| " << k.rank << " | " << roleName(k.role) << " | " << exit << " | " << markdownCell(k.diagnosis) << " |\n";
   }
   o << "\nTeardown: " << (r.teardown.clean ? "clean" : "NOT clean") << ", " << r.teardown.duration_ms << " ms, escalation "
     << escalationName(r.teardown.escalation);
   if (!r.teardown.survivors.empty()) o << ", " << r.teardown.survivors.size() << " survivor(s)";
-  if (!r.teardown.leaks.empty()) o << ", leaks: " << mdCell(r.teardown.leaks.front());
+  if (!r.teardown.leaks.empty()) o << ", leaks: " << markdownCell(r.teardown.leaks.front());
   o << "\n";
   // Collateral collapsed: a reader opens it only when the first line is not enough.
   bool any_tail = false;
@@ -219,8 +202,8 @@ std::string markdownForSuite(const Suite& s) {
   o << "- wall time: " << wall << " s\n\n";
   o << "| scenario | stack | verdict | root cause | teardown |\n|---|---|---|---|---|\n";
   for (const auto& e : s.entries) {
-    o << "| [" << mdCell(e.name) << "](" << e.run_dir << "/report.md) | " << mdCell(e.stack) << " | "
-      << verdictName(e.report.verdict) << " | " << mdCell(headline(e.report)) << " | " << e.report.teardown.duration_ms
+    o << "| [" << markdownCell(e.name) << "](" << e.run_dir << "/report.md) | " << markdownCell(e.stack) << " | "
+      << verdictName(e.report.verdict) << " | " << markdownCell(headline(e.report)) << " | " << e.report.teardown.duration_ms
       << " ms" << (e.report.teardown.clean ? "" : " (not clean)") << " |\n";
   }
   return o.str();

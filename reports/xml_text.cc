@@ -51,4 +51,22 @@ std::string escapeXml(const std::string& in) {
   return out;
 }
 
+std::string markdownCell(const std::string& s) {
+  std::string out;
+  for (char c : s.substr(0, s.find('\n'))) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '`') {
+      out += "'";
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace faultline::reports

@@ -117,5 +117,22 @@ TEST(Suite, JsonCountsAndHeadlines) {
   EXPECT_EQ(j["scenarios"][0]["expectations_failed"], 2);
 }
 
+TEST(Catalog, ComparesWhatEachStackBlamed) {
+  Suite builtin, torchrun;
+  builtin.entries = {{"name-error", "builtin", "name-error", hostileReport()}};
+  builtin.entries[0].report.stack.launcher = "builtin";
+  torchrun.entries = {{"name-error", "torchrun", "name-error", hostileReport()}};
+  torchrun.entries[0].report.launcher.exit_code = 1;
+  torchrun.entries[0].report.extra["launcher_root_cause_rank"] = 0;  // torchrun blamed rank 0; rank 1 did it
+  torchrun.entries[0].report.teardown.survivors = {{77, "sleep"}};
+  const std::string md = failureModeCatalog({{"builtin", builtin}, {"torchrun", torchrun}}, "faultline suite --catalog x.md");
+  EXPECT_NE(md.find("| name-error | builtin | fail |"), std::string::npos) << md;
+  EXPECT_NE(md.find("(faultline's own launcher)"), std::string::npos);
+  EXPECT_NE(md.find("exit 1, blamed rank 0 (**wrong**)"), std::string::npos);
+  EXPECT_NE(md.find("**1 survivor(s)**"), std::string::npos);
+  EXPECT_EQ(md.find("<script>"), std::string::npos);
+  EXPECT_NE(md.find("| torchrun | 1 | 0 | 1 | 0 | 0 |"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace faultline::reports
