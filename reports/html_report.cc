@@ -134,7 +134,12 @@ std::string body(const Report& r) {
     const std::string exit = k.signal ? *k.signal : k.exit_code ? "exit " + std::to_string(*k.exit_code) : "?";
     o << "<details class=\"rank\" data-rank=\"" << k.rank << "\"" << (k.role == RankRole::kRootCause ? " open=\"open\"" : "")
       << "><summary>rank " << k.rank << " — " << roleName(k.role) << " — " << e(exit) << " — " << e(k.diagnosis)
-      << "</summary><pre>" << e(k.stderr_tail) << "</pre></details>\n";
+      << "</summary><pre>" << e(k.stderr_tail) << "</pre>";
+    const std::string key = std::to_string(k.rank);
+    if (r.extra.contains("stack_dumps") && r.extra["stack_dumps"].contains(key) && r.extra["stack_dumps"][key].is_string()) {
+      o << "<div>stack dump</div><pre class=\"stacks\">" << e(r.extra["stack_dumps"][key].get<std::string>()) << "</pre>";
+    }
+    o << "</details>\n";
   }
   return o.str();
 }

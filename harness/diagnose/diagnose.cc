@@ -9,6 +9,7 @@
 #include "harness/diagnose/analyze.h"
 #include "harness/diagnose/findings.h"
 #include "harness/diagnose/run_input.h"
+#include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
 
@@ -49,6 +50,15 @@ Result<void> diagnoseRun(const std::string& run_dir, Report& report) {
     std::sort(report.ranks.begin(), report.ranks.end(),
               [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
     report.findings = findFindings(in);
+    // Stack dumps (SIGUSR1 or gdb) travel in the report, so renderers that
+    // read report.json alone can show where each rank stood.
+    report.extra.erase("stack_dumps");
+    for (const auto& [r, ri] : in.ranks) {
+      const std::string path = run_dir + "/ranks/" + std::to_string(r) + "/stacks.txt";
+      if (auto text = readTail(path, 64 * 1024); text && !text->empty()) {
+        report.extra["stack_dumps"][std::to_string(r)] = sanitizeUtf8(*text);
+      }
+    }
     // Idempotent: diagnosing a run again (faultline explain) does not repeat entries.
     for (TimelineEntry& t : d.timeline) {
       const bool seen = std::any_of(report.timeline.begin(), report.timeline.end(), [&](const TimelineEntry& o) {

@@ -89,6 +89,9 @@ TEST(Html, TrainerTextIsEscapedNeverMarkup) {
   EXPECT_NE(html.find("data-rank=\"0\""), std::string::npos);
   EXPECT_NE(html.find("data-rank=\"1\""), std::string::npos);
   EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
+  Report dumped = hostileReport();
+  dumped.extra["stack_dumps"]["1"] = "Thread 1 <main>\n#0 pause()";
+  EXPECT_NE(htmlForRun(dumped).find("<pre class=\"stacks\">Thread 1 &lt;main&gt;"), std::string::npos);
   // The page is well-formed enough for an XML parser once the doctype is dropped.
   pugi::xml_document doc;
   EXPECT_TRUE(doc.load_string(html.substr(html.find("<html")).c_str()));
