@@ -180,7 +180,7 @@ TEST(ExecCli, ExternalTorchrunExecReportsLauncherAndRanks) {
   TempDir dir;
   const std::string out = dir / "run";
   auto f = runFaultline({"exec", "--launcher", "external", "--deadline", "90", "-o", out, "--", "/usr/bin/torchrun",
-                         "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                         testing::freeTorchrunPortFlag(), "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
                          dir / "tr", hostilePath(), "delay=0.5", "0=exit:7", "*=sleep:60"},
                         dir / "log");
   EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
@@ -256,7 +256,7 @@ TEST(ExecCliTrainer, ExternalTorchrunAttributesEveryTrainerRank) {
   TempDir dir;
   const std::string out = dir / "run";
   auto f = runFaultline({"exec", "--launcher", "external", "--deadline", "180", "-o", out, "--", "/usr/bin/torchrun",
-                         "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                         testing::freeTorchrunPortFlag(), "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
                          dir / "tr", trainer, "--steps", "5"},
                         dir / "log");
   auto sup = readSupervisorRecord(out + "/supervisor.json");

@@ -346,7 +346,7 @@ TEST(Supervise, ExternalTorchrunRanksAreAttributedCorrectly) {
   if (!isRoot()) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
   LeakGuard guard;
   TempDir dir;
-  auto o = external(dir, {"/usr/bin/torchrun", "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2",
+  auto o = external(dir, {"/usr/bin/torchrun", testing::freeTorchrunPortFlag(), "--no_python", "--nproc_per_node=2", "--redirects", "2", "--tee", "2",
                           "--log_dir", dir / "torchrun-logs", hostilePath(), "delay=0.5", "1=segv", "*=sleep:60"});
   auto run = superviseRun(o);
   ASSERT_TRUE(run) << run.error().str();

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <string>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/launch/rank_env.h"
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::testing {
@@ -90,5 +92,12 @@ class LeakGuard {
  private:
   int fds_;
 };
+
+// torchrun's default --master_port (29500) is shared by every test that
+// runs it at once (ctest -j): each run gets a port that was free a moment ago.
+inline std::string freeTorchrunPortFlag() {
+  auto port = launch::findFreePort();
+  return "--master_port=" + std::to_string(port ? *port : 29500);
+}
 
 }  // namespace faultline::testing
