@@ -141,6 +141,20 @@ std::string rankEvidenceText(const RankState& st) {
   return s;
 }
 
+// "rank 1: " before a summary, or nothing when no rank can be named.
+std::string rankPrefix(std::optional<int> rank) { return rank ? "rank " + std::to_string(*rank) + ": " : std::string(); }
+
+// The fields every collective verdict (mismatch or hang) puts in a root cause.
+RootCause rootFromCollective(const CollectiveVerdict& v) {
+  RootCause c;
+  c.kind = v.kind;
+  c.rank = v.rank;
+  c.collective = v.collective;
+  c.waiting_ranks = v.waiting;
+  c.missing_ranks = v.missing;
+  return c;
+}
+
 std::vector<Layer> buildLayers(const RunInput& in, const RankState& st) {
   std::vector<Layer> layers;
   if (in.launcher && in.launcher->wrapper && !in.launcher->wrapper->type.empty()) {
@@ -198,7 +212,7 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
     default:
       what = shortDescribe(e);
   }
-  rc.summary = (rc.rank ? "rank " + std::to_string(*rc.rank) + ": " : std::string()) + what;
+  rc.summary = rankPrefix(rc.rank) + what;
   rc.layers = buildLayers(in, st);
   return rc;
 }
@@ -296,14 +310,8 @@ Diagnosis analyzeRun(const RunInput& in) {
   const auto logs = eventLogs(in);
   if (!rc) {
     if (auto m = findCollectiveMismatch(logs)) {
-      RootCause c;
-      c.kind = Kind::kCollectiveMismatch;
-      c.rank = m->rank;
-      c.collective = m->collective;
-      c.waiting_ranks = m->waiting;
-      c.missing_ranks = m->missing;
-      c.summary = (m->rank ? "rank " + std::to_string(*m->rank) + ": " : std::string()) + "collective mismatch: " +
-                  m->detail;
+      RootCause c = rootFromCollective(*m);
+      c.summary = rankPrefix(m->rank) + "collective mismatch: " + m->detail;
       if (m->rank && states.count(*m->rank)) {
         const RankState& st = states.at(*m->rank);
         if (st.has_evidence && st.evidence.location && !isLibraryPath(st.evidence.location->file)) {
@@ -356,12 +364,7 @@ Diagnosis analyzeRun(const RunInput& in) {
                                               in.supervisor->trigger.kind == TriggerKind::kDeadline);
   if (!rc && (any_failure || trigger_hang)) {
     if (auto h = findHungCollective(logs)) {
-      RootCause c;
-      c.kind = Kind::kHungCollective;
-      c.rank = h->rank;
-      c.collective = h->collective;
-      c.waiting_ranks = h->waiting;
-      c.missing_ranks = h->missing;
+      RootCause c = rootFromCollective(*h);
       std::string where;
       if (h->rank && in.ranks.count(*h->rank)) {
         const RankInput& missing = in.ranks.at(*h->rank);
@@ -373,8 +376,7 @@ Diagnosis analyzeRun(const RunInput& in) {
         c.layers = buildLayers(in, states.at(*h->rank));
       }
       c.layers.push_back({"error", h->detail});
-      c.summary = (h->rank ? "rank " + std::to_string(*h->rank) + ": " : std::string()) + "hung collective: " +
-                  h->detail + where;
+      c.summary = rankPrefix(h->rank) + "hung collective: " + h->detail + where;
       root_rank = h->rank;
       waiting_ranks = h->waiting;
       rc = c;
@@ -428,7 +430,7 @@ Diagnosis analyzeRun(const RunInput& in) {
       const std::string detail = (stuck.size() == 1 ? "rank " : "ranks ") + joinRanks(stuck) +
                                  " finished step " + std::to_string(top) + " but never exited";
       c.layers.push_back({"error", detail});
-      c.summary = (c.rank ? "rank " + std::to_string(*c.rank) + ": " : std::string()) + "shutdown hang: " + detail + where;
+      c.summary = rankPrefix(c.rank) + "shutdown hang: " + detail + where;
       root_rank = c.rank;
       rc = c;
     }

@@ -14,12 +14,6 @@
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::supervise {
-namespace {
-
-std::chrono::nanoseconds seconds(double s) { return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9)); }
-
-}  // namespace
-
 void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max) {
   const auto deadline = Clock::now() + max;
   // Under the subreaper nothing signals the death of a grandchild, so the wait

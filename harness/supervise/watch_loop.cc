@@ -23,8 +23,6 @@ std::string outcomeText(const ProcessOutcome& o) {
   return o.str();
 }
 
-std::chrono::nanoseconds seconds(double s) { return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9)); }
-
 }  // namespace
 
 WatchLoop::WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layout, Containment& containment)

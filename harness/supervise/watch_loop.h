@@ -33,6 +33,11 @@
 namespace faultline::supervise {
 
 namespace asio = boost::asio;
+
+// Option values are seconds as doubles; timers want a duration.
+inline std::chrono::nanoseconds seconds(double s) {
+  return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9));
+}
 using Clock = std::chrono::steady_clock;
 
 // "2.5" for 2.5 s, "60" for 60 s: for messages.
