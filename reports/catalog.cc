@@ -22,7 +22,7 @@ std::string stackOwnReport(const Report& r) {
   std::string exit = r.launcher.signal ? "killed by " + *r.launcher.signal
                      : r.launcher.exit_code ? "exit " + std::to_string(*r.launcher.exit_code)
                                             : "";
-  if (!r.extra.contains("launcher_root_cause_rank")) {
+  if (!r.extra.contains("launcher_root_cause_rank") || !r.extra["launcher_root_cause_rank"].is_number_integer()) {
     if (r.stack.launcher == "builtin") return "(faultline's own launcher)";
     return exit.empty() ? "no root cause named" : exit + ", no root cause named";
   }

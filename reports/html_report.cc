@@ -120,8 +120,7 @@ std::string body(const Report& r) {
     o << "<h2>Expectations</h2><table id=\"expectations\"><tr><th></th><th>path</th><th>expected</th><th>actual</th></tr>";
     for (const auto& x : r.expectations) {
       o << "<tr><td class=\"" << (x.ok ? "ok\">pass" : "bad\">" + e(x.status)) << "</td><td>" << e(x.what) << "</td><td>"
-        << e(x.expected.dump()) << "</td><td>"
-        << e(x.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << "</td></tr>";
+        << e(jsonText(x.expected)) << "</td><td>" << e(jsonText(x.actual)) << "</td></tr>";
     }
     o << "</table>\n";
   }
@@ -166,7 +165,7 @@ std::string htmlForSuite(const Suite& s) {
   o << " wall " << static_cast<double>(s.wall_ms) / 1000.0 << " s</div>\n";
   o << "<table id=\"scenarios\"><tr><th>scenario</th><th>stack</th><th>verdict</th><th>root cause</th><th>teardown</th></tr>";
   for (const auto& x : s.entries) {
-    o << "<tr><td><a href=\"" << e(x.run_dir) << "/report.html\">" << e(x.name) << "</a></td><td>" << e(x.stack)
+    o << "<tr><td><a href=\"" << e(urlPath(x.run_dir)) << "/report.html\">" << e(x.name) << "</a></td><td>" << e(x.stack)
       << "</td><td>" << verdictBadge(x.report.verdict) << "</td><td>" << e(headline(x.report)) << "</td><td>"
       << x.report.teardown.duration_ms << " ms" << (x.report.teardown.clean ? "" : " (not clean)") << "</td></tr>";
   }

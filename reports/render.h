@@ -37,6 +37,10 @@ nlohmann::json suiteJson(const Suite& s);
 // The failure-mode catalog (Markdown): one row per scenario and stack.
 std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by);
 
+// A JSON value as one line of text; invalid UTF-8 in its strings becomes
+// U+FFFD instead of an exception (an expectation's value may hold rank bytes).
+std::string jsonText(const nlohmann::json& v);
+
 // The one-line cause a person reads first: the root-cause summary, else the
 // first finding, else the verdict.
 std::string headline(const Report& r);

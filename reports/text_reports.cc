@@ -30,7 +30,7 @@ std::string systemOut(const Report& r) {
     o << "--- rank " << k.rank << " (" << roleName(k.role) << "): " << k.diagnosis << "\n";
     if (!k.stderr_tail.empty()) {
       const std::string& t = k.stderr_tail;
-      o << (t.size() > 4096 ? t.substr(t.size() - 4096) : t) << "\n";
+      o << utf8Tail(t, 4096) << "\n";
     }
   }
   return o.str();
@@ -58,8 +58,7 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
       o << "      <error message=\"unresolved: " << escapeXml(e.reason) << "\"/>\n";
     } else if (!e.ok) {
       o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"expectation\">"
-        << escapeXml("expected " + e.what + " = " + e.expected.dump() + ", actual " +
-                     e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+        << escapeXml("expected " + e.what + " = " + jsonText(e.expected) + ", actual " + jsonText(e.actual))
         << "</failure>\n";
     }
     o << out << "    </testcase>\n";
@@ -103,8 +102,19 @@ void junitSuite(std::ostringstream& o, const Report& r, const std::string& name,
 }
 
 
-// Untrusted text in a fenced block: a fence inside it cannot close ours.
-std::string mdFence(const std::string& s) {
+// Untrusted text in a fenced block: a fence inside it cannot close ours, and
+// what no Markdown reader should get (controls, invalid UTF-8) is stripped;
+// CR LF and lone CRs (progress bars) become line breaks.
+std::string mdFence(const std::string& raw) {
+  std::string s;
+  const std::string clean = stripForbidden(raw);
+  for (size_t i = 0; i < clean.size(); ++i) {
+    if (clean[i] != '\r') {
+      s.push_back(clean[i]);
+    } else if (i + 1 >= clean.size() || clean[i + 1] != '\n') {
+      s.push_back('\n');
+    }
+  }
   std::string fence = "```";
   while (s.find(fence) != std::string::npos) fence += "`";
   return fence + "text\n" + s + (s.empty() || s.back() == '\n' ? "" : "\n") + fence + "\n";
@@ -112,11 +122,14 @@ std::string mdFence(const std::string& s) {
 
 }  // namespace
 
+std::string jsonText(const nlohmann::json& v) { return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
 std::string headline(const Report& r) {
-  if (r.verdict == Verdict::kUnsupported && r.extra.contains("unsupported_reason")) {
+  // extra is free-form in a report.json: a field of another type is skipped, never thrown on.
+  if (r.verdict == Verdict::kUnsupported && r.extra.contains("unsupported_reason") && r.extra["unsupported_reason"].is_string()) {
     return "unsupported: " + r.extra["unsupported_reason"].get<std::string>();
   }
-  if (r.verdict == Verdict::kError && r.extra.contains("harness_error")) {
+  if (r.verdict == Verdict::kError && r.extra.contains("harness_error") && r.extra["harness_error"].is_string()) {
     return "harness error: " + r.extra["harness_error"].get<std::string>();
   }
   if (r.root_cause) return firstLine(r.root_cause->summary);
@@ -153,7 +166,8 @@ std::string markdownForRun(const Report& r) {
   if (!r.findings.empty()) {
     o << "### Findings\n\n| kind | ranks | severity | summary |\n|---|---|---|---|\n";
     for (const auto& f : r.findings) {
-      o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << f.severity << " | " << markdownCell(f.summary) << " |\n";
+      o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << markdownCell(f.severity) << " | "
+        << markdownCell(f.summary) << " |\n";
     }
     o << "\n";
   }
@@ -161,15 +175,14 @@ std::string markdownForRun(const Report& r) {
     o << "### Expectations\n\n| | expectation | expected | actual |\n|---|---|---|---|\n";
     for (const auto& e : r.expectations) {
       o << "| " << (e.ok ? "✅" : e.status == "unresolved" ? "❓" : "❌") << " | " << markdownCell(e.what) << " | "
-        << markdownCell(e.expected.dump()) << " | "
-        << markdownCell(e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) << " |\n";
+        << markdownCell(jsonText(e.expected)) << " | " << markdownCell(jsonText(e.actual)) << " |\n";
     }
     o << "\n";
   }
   o << "### Ranks\n\n| rank | role | exit | diagnosis |\n|---|---|---|---|\n";
   for (const auto& k : r.ranks) {
     const std::string exit = k.signal ? *k.signal : k.exit_code ? std::to_string(*k.exit_code) : "?";
-    o << "| " << k.rank << " | " << roleName(k.role) << " | " << exit << " | " << markdownCell(k.diagnosis) << " |\n";
+    o << "| " << k.rank << " | " << roleName(k.role) << " | " << markdownCell(exit) << " | " << markdownCell(k.diagnosis) << " |\n";
   }
   o << "\nTeardown: " << (r.teardown.clean ? "clean" : "NOT clean") << ", " << r.teardown.duration_ms << " ms, escalation "
     << escalationName(r.teardown.escalation);
@@ -183,7 +196,7 @@ std::string markdownForRun(const Report& r) {
     o << "\n<details><summary>stderr tails</summary>\n\n";
     for (const auto& k : r.ranks) {
       if (k.stderr_tail.empty()) continue;
-      const std::string tail = k.stderr_tail.size() > 2000 ? k.stderr_tail.substr(k.stderr_tail.size() - 2000) : k.stderr_tail;
+      const std::string tail = utf8Tail(k.stderr_tail, 2000);
       o << "rank " << k.rank << " (" << roleName(k.role) << ")\n\n" << mdFence(tail) << "\n";
     }
     o << "</details>\n";
@@ -202,7 +215,7 @@ std::string markdownForSuite(const Suite& s) {
   o << "- wall time: " << wall << " s\n\n";
   o << "| scenario | stack | verdict | root cause | teardown |\n|---|---|---|---|---|\n";
   for (const auto& e : s.entries) {
-    o << "| [" << markdownCell(e.name) << "](" << e.run_dir << "/report.md) | " << markdownCell(e.stack) << " | "
+    o << "| [" << markdownCell(e.name) << "](" << urlPath(e.run_dir) << "/report.md) | " << markdownCell(e.stack) << " | "
       << verdictName(e.report.verdict) << " | " << markdownCell(headline(e.report)) << " | " << e.report.teardown.duration_ms
       << " ms" << (e.report.teardown.clean ? "" : " (not clean)") << " |\n";
   }

@@ -1,6 +1,8 @@
 // XML/HTML escaping.
 #include "reports/xml_text.h"
 
+#include "harness/model/utf8.h"
+
 namespace faultline::reports {
 
 std::string stripForbidden(const std::string& in) {
@@ -15,15 +17,13 @@ std::string stripForbidden(const std::string& in) {
       ++i;
       continue;
     }
-    const size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = len > 0 && i + len <= n && !(len == 2 && c < 0xc2);
-    for (size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xc0) == 0x80;
+    const size_t len = utf8SequenceLength(s + i, n - i);
     // U+FFFE and U+FFFF are not XML characters.
-    if (ok && len == 3 && c == 0xef && s[i + 1] == 0xbf && (s[i + 2] == 0xbe || s[i + 2] == 0xbf)) {
+    if (len == 3 && c == 0xef && s[i + 1] == 0xbf && (s[i + 2] == 0xbe || s[i + 2] == 0xbf)) {
       i += 3;
       continue;
     }
-    if (ok) {
+    if (len > 0) {
       out.append(in, i, len);
       i += len;
     } else {
@@ -53,9 +53,12 @@ std::string escapeXml(const std::string& in) {
 
 std::string markdownCell(const std::string& s) {
   std::string out;
-  for (char c : s.substr(0, s.find('\n'))) {
-    if (c == '|') {
-      out += "\\|";
+  for (char c : stripForbidden(s.substr(0, s.find('\n')))) {
+    if (c == '|' || c == '\\' || c == '[' || c == ']') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\r') {
+      out.push_back(' ');
     } else if (c == '<') {
       out += "&lt;";
     } else if (c == '>') {
@@ -67,6 +70,31 @@ std::string markdownCell(const std::string& s) {
     }
   }
   return out;
+}
+
+std::string urlPath(const std::string& path) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : path) {
+    const bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                       c == '_' || c == '~' || c == '/' || c == '-';
+    if (plain) {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xf]);
+    }
+  }
+  return out;
+}
+
+std::string utf8Tail(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t start = s.size() - max_bytes;
+  // Skip continuation bytes (10xxxxxx): at most three belong to the cut character.
+  for (int k = 0; k < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xc0) == 0x80; ++k) ++start;
+  return s.substr(start);
 }
 
 }  // namespace faultline::reports

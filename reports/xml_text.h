@@ -11,8 +11,15 @@ namespace faultline::reports {
 std::string stripForbidden(const std::string& in);
 // stripForbidden, then & < > " ' escaped: safe in element text and attributes.
 std::string escapeXml(const std::string& in);
-// The first line of `s` as a Markdown table cell: | escaped, markup and
-// backticks neutralised.
+// The first line of `s` as a Markdown table cell: stripForbidden, then | \ [ ]
+// escaped (no cell break, no link or image), < > as entities (no HTML) and
+// backticks neutralised (no code span that swallows the row).
 std::string markdownCell(const std::string& s);
+// A relative path as a URL (an href, a Markdown link target): every byte but
+// [A-Za-z0-9._~/-] percent-encoded, so no scheme ("javascript:"), quote or
+// parenthesis of a hostile run directory name survives as syntax.
+std::string urlPath(const std::string& path);
+// At most the last `max_bytes` of `s`, starting on a UTF-8 character boundary.
+std::string utf8Tail(const std::string& s, size_t max_bytes);
 
 }  // namespace faultline::reports

@@ -12,6 +12,7 @@
 
 #include "harness/launch/run_layout.h"
 #include "harness/cli/observe.h"
+#include "harness/model/utf8.h"
 #include "reports/render.h"
 
 #ifndef FAULTLINE_VERSION
@@ -27,11 +28,9 @@ std::string sanitizeUtf8(const std::string& in) {
   size_t i = 0, n = in.size();
   while (i < n) {
     unsigned char c = s[i];
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool ok = len > 0 && i + len <= n;
-    for (size_t k = 1; ok && k < len; ++k) ok = (s[i + k] & 0xc0) == 0x80;
-    if (ok && len == 2 && c < 0xc2) ok = false;  // overlong
-    if (ok) {
+    // Surrogates and overlong forms too: the renderers copy this text into XML.
+    const size_t len = utf8SequenceLength(s + i, n - i);
+    if (len > 0) {
       if (len == 1 && c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
         out.push_back('?');
       } else {
@@ -150,6 +149,7 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   }
   so.launch.nproc = opts.nproc.value_or(1);
   so.launch.command = opts.command;
+  so.launch.instruments = opts.instruments;
   so.out_dir = launch::absolutePath(opts.out_dir);
   so.hang_timeout_s = opts.hang_timeout_s;
   so.deadline_s = opts.deadline_s;
@@ -176,7 +176,8 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   Report& report = observed->report;
   report.harness.wall_ms = wall_ms();
   if (auto w = writeReport(report, layout.reportPath()); !w) {
-    err << "faultline exec: " << w.error().str() << "\n";
+    // The run was torn down all the same; only the record of it is lost.
+    err << "faultline exec: no report written: " << w.error().str() << "\n";
     return 3;
   }
   if (auto w = reports::renderRun(report, so.out_dir); !w) err << "faultline exec: " << w.error().str() << "\n";

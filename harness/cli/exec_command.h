@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/launch/rank_env.h"
 #include "harness/model/report.h"
 #include "harness/supervise/supervisor.h"
 
@@ -20,6 +21,7 @@ struct ExecOptions {
   std::string out_dir = "faultline-out";
   std::vector<std::string> command;
   bool allow_cgroup = true;  // FAULTLINE_NO_CGROUP=1 forces the subreaper fallback
+  launch::Instruments instruments;  // the black-box instruments; empty with --no-instrument
 };
 
 // Runs the stack and writes OUT/report.json and OUT/supervisor.json. Returns

@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("--deadline", exec.deadline_s, "wall-clock limit of the run in seconds (0: none)");
   exec_cmd->add_option("--grace", exec.grace_s, "SIGTERM to SIGKILL grace in seconds");
   exec_cmd->add_option("-o,--out", exec.out_dir, "run directory");
+  bool exec_no_instrument = false;
+  exec_cmd->add_flag("--no-instrument", exec_no_instrument,
+                     "run the stack without the Python shim and the LD_PRELOAD interposer");
   exec_cmd->prefix_command();  // without "--", the first positional starts COMMAND
 
   std::string run_dir;
@@ -66,6 +69,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("SCENARIO", run_files, "scenario .toml files")->required();
   run_cmd->add_option("--stack", run_opts.stack, "run on this stack instead of the scenario's own")->check(CLI::IsMember(kStacks));
   run_cmd->add_option("-o,--out", run_opts.out_dir, "run directory");
+  bool run_no_instrument = false;
+  run_cmd->add_flag("--no-instrument", run_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
 
   SuiteOptions suite;
   suite.run.out_dir = "faultline-suite";
@@ -75,6 +80,8 @@ int main(int argc, char** argv) {
   suite_cmd->add_option("--stack", suite.run.stack, "run every scenario on this stack")->check(CLI::IsMember(kStacks));
   suite_cmd->add_option("-j,--jobs", suite.jobs, "scenarios at a time (default: the number of cores)")->check(CLI::PositiveNumber);
   suite_cmd->add_option("-o,--out", suite.run.out_dir, "suite directory");
+  bool suite_no_instrument = false;
+  suite_cmd->add_flag("--no-instrument", suite_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
   suite_cmd->add_option("--catalog", suite.catalog,
                         "run on the builtin and torchrun stacks and write the failure-mode catalog (Markdown) here");
 
@@ -110,6 +117,7 @@ int main(int argc, char** argv) {
     exec.command = command;
     if (nproc_opt->count() > 0) exec.nproc = nproc;
     exec.allow_cgroup = allow_cgroup;
+    if (!exec_no_instrument) exec.instruments = findInstruments(selfExe(argv[0]));
     try {
       return runExec(exec, std::cout, std::cerr);
     } catch (const std::exception& e) {
@@ -126,12 +134,16 @@ int main(int argc, char** argv) {
     if (*run_cmd) {
       run_opts.tools = findTools(self);
       run_opts.allow_cgroup = allow_cgroup;
+      run_opts.instrument = !run_no_instrument;
+      if (!run_opts.instrument) run_opts.tools.instruments = {};
       return runCommand(run_files, run_opts, std::cout, std::cerr);
     }
     if (*suite_cmd) {
       if (suite.paths.empty()) suite.paths = {"scenarios"};
       suite.run.tools = findTools(self);
       suite.run.allow_cgroup = allow_cgroup;
+      suite.run.instrument = !suite_no_instrument;
+      if (!suite.run.instrument) suite.run.tools.instruments = {};
       suite.self_exe = self;
       suite.progress_tty = ::isatty(STDOUT_FILENO) != 0;
       return suiteCommand(suite, std::cout, std::cerr);

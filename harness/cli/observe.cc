@@ -20,11 +20,20 @@ Result<Observed> observeStack(const supervise::SuperviseOptions& so, std::chrono
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   };
   launch::RunLayout layout(so.out_dir);
-  auto run = supervise::superviseRun(so);
-  // The run is torn down; a late Ctrl-C must not cost the report. (The
-  // supervisor handled SIGINT/SIGTERM while anything of the run was alive.)
+  // Once the run is torn down a late Ctrl-C must not cost the report. The
+  // supervisor handles SIGINT/SIGTERM while anything of the run is alive and
+  // hands back these dispositions, with no default-action gap, when it is done.
+  // Blocked while they change, so that one sent meanwhile is held for the
+  // supervisor (it interrupts the run) instead of being ignored.
+  sigset_t interrupts, old_mask;
+  sigemptyset(&interrupts);
+  sigaddset(&interrupts, SIGINT);
+  sigaddset(&interrupts, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &interrupts, &old_mask);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
+  auto run = supervise::superviseRun(so);
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (!run) return tl::unexpected(run.error());
   if (auto w = writeSupervisorRecord(run->record, layout.supervisorPath()); !w) {
     err << "faultline: " << w.error().str() << "\n";
@@ -33,6 +42,12 @@ Result<Observed> observeStack(const supervise::SuperviseOptions& so, std::chrono
   observed.interrupted = run->interrupted;
   Report& report = observed.report;
   report = buildReport(*run, so.out_dir, wall_ms());
+  // Which black-box instruments the stack ran with: a reader of the report
+  // must know whether "no event" means "nothing happened" or "nobody looked".
+  const auto& in = so.launch.instruments;
+  report.extra["instruments"] = {
+      {"python_shim", in.python_shim_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(in.python_shim_dir)},
+      {"preload", in.preload_library.empty() ? nlohmann::json(nullptr) : nlohmann::json(in.preload_library)}};
   if (!run->interrupted) {
     // Diagnosis works from files: the report as written so far plus the run's logs.
     if (auto w = writeReport(report, layout.reportPath()); !w) err << "faultline: " << w.error().str() << "\n";

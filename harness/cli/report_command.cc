@@ -11,6 +11,14 @@
 namespace faultline::cli {
 namespace {
 
+bool isPlainRelativeDir(const std::string& path) {
+  if (path.empty() || path[0] == '/') return false;
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part == "..") return false;
+  }
+  return true;
+}
+
 // A suite directory: report.json has schema faultline.suite/1 and each entry's run_dir holds a run.
 int renderSuiteDir(const std::string& dir, std::ostream& out, std::ostream& err) {
   auto suite = loadSuite(dir);
@@ -48,11 +56,21 @@ Result<reports::Suite> loadSuite(const std::string& dir) {
   }
   reports::Suite suite;
   suite.wall_ms = j.value("wall_ms", int64_t{0});
+  size_t index = 0;
   for (const auto& e : j.value("scenarios", nlohmann::json::array())) {
     reports::SuiteEntry entry;
     entry.name = e.value("name", "");
     entry.stack = e.value("stack", "");
     entry.run_dir = e.value("run_dir", "");
+    // Re-rendering writes into each run directory: a hostile suite report
+    // must not steer those writes (or the reads before them) out of DIR.
+    if (!isPlainRelativeDir(entry.run_dir)) {
+      return fail(ErrorCode::kBadInput,
+                  "scenarios[" + std::to_string(index) + "].run_dir '" + entry.run_dir +
+                      "': expected a relative directory inside the suite directory (no '..', not absolute)",
+                  dir + "/report.json");
+    }
+    ++index;
     auto r = readReport(dir + "/" + entry.run_dir + "/report.json");
     if (!r) return tl::unexpected(r.error());
     entry.report = std::move(*r);

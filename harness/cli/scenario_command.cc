@@ -68,10 +68,42 @@ std::string fmtSeconds(int64_t ms) {
   return o.str();
 }
 
+// The first candidate that exists, canonical; "" if none does.
+std::string firstExisting(std::initializer_list<fs::path> candidates) {
+  std::error_code ec;
+  for (const fs::path& c : candidates) {
+    if (fs::exists(c, ec)) return fs::canonical(c, ec).string();
+  }
+  return "";
+}
+
+// An instrument from its variable (set, even empty, wins), else from the candidates.
+std::string instrumentPath(const char* var, std::initializer_list<fs::path> candidates) {
+  if (const char* v = std::getenv(var)) return v;
+  return firstExisting(candidates);
+}
+
 }  // namespace
+
+launch::Instruments findInstruments(const std::string& self_exe) {
+  const fs::path bin = fs::path(self_exe).parent_path();
+  launch::Instruments in;
+  // A shim directory is the one that holds its sitecustomize.py.
+  if (const char* v = std::getenv("FAULTLINE_SHIM_DIR")) {
+    in.python_shim_dir = v;
+  } else if (auto f = firstExisting({bin / "../../harness/probe/python/sitecustomize.py",
+                                     bin / "../share/faultline/python/sitecustomize.py"});
+             !f.empty()) {
+    in.python_shim_dir = fs::path(f).parent_path().string();
+  }
+  in.preload_library = instrumentPath("FAULTLINE_PRELOAD", {bin / "../../harness/probe/preload/libfaultline_preload.so",
+                                                            bin / "../lib/faultline/libfaultline_preload.so"});
+  return in;
+}
 
 launch::Tools findTools(const std::string& self_exe) {
   launch::Tools t;
+  t.instruments = findInstruments(self_exe);
   auto env = [](const char* name) -> std::string {
     const char* v = std::getenv(name);
     return v && *v ? v : "";
@@ -198,6 +230,7 @@ struct Job {
 pid_t startJob(const SuiteOptions& o, const Job& job) {
   std::vector<std::string> args = {o.self_exe, "run", job.scenario->file, "-o", job.dir};
   if (!o.run.stack.empty()) args.insert(args.end(), {"--stack", o.run.stack});
+  if (!o.run.instrument) args.push_back("--no-instrument");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

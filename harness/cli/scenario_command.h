@@ -17,6 +17,7 @@ struct ScenarioRunOptions {
   std::string out_dir;  // the run directory (run) or the suite directory (suite)
   launch::Tools tools;
   bool allow_cgroup = true;
+  bool instrument = true;  // false: --no-instrument (tools.instruments empty; a suite passes it on)
 };
 
 // Runs one scenario into `run_dir` and writes report.json, supervisor.json,
@@ -42,7 +43,15 @@ int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::o
 
 // Where the reference trainer and the stacks' programs are, from the
 // environment (FAULTLINE_TRAINER, FAULTLINE_TORCHRUN, FAULTLINE_PYTHON) or
-// next to the faultline binary.
+// next to the faultline binary; the instruments as findInstruments says.
 launch::Tools findTools(const std::string& self_exe);
+
+// The black-box instruments (docs/BLACKBOX.md): FAULTLINE_SHIM_DIR and
+// FAULTLINE_PRELOAD when set (an empty value turns that one off), else next to
+// the faultline binary, in the build tree (build/harness/probe/python,
+// build/harness/probe/preload/libfaultline_preload.so) or an installed layout
+// (share/faultline/python, lib/faultline/libfaultline_preload.so beside bin/).
+// One that cannot be found (the interposer not built) is left out.
+launch::Instruments findInstruments(const std::string& self_exe);
 
 }  // namespace faultline::cli

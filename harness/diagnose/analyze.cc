@@ -240,6 +240,24 @@ bool hasEvent(const RankInput& r, std::string_view ev) {
   return false;
 }
 
+// "write failed with ENOSPC on /ckpt/step4.pt (FAULTLINE_INJECT write:ENOSPC:rank=1)"
+std::string injectedSyscall(const Event& e) {
+  std::string s = (e.call.empty() ? "a system call" : e.call) + " failed with " + (e.err.empty() ? "an error" : e.err);
+  if (!e.path.empty()) s += " on " + e.path;
+  if (!e.addr.empty()) s += " to " + e.addr;
+  if (!e.rule.empty()) s += " (FAULTLINE_INJECT " + e.rule + ")";
+  return s;
+}
+
+// The first system-call fault the interposer injected into a rank, if any
+// came before `until` (when the rank failed).
+const Event* firstInjectedSyscall(const RankInput& r, std::optional<int64_t> until) {
+  for (const Event& e : r.events.events) {
+    if (e.ev == "fault" && e.kind == "syscall" && (!until || e.t <= *until)) return &e;
+  }
+  return nullptr;
+}
+
 std::string joinRanks(const std::vector<int>& v) {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -514,6 +532,14 @@ Diagnosis analyzeRun(const RunInput& in) {
                                          " while every rank exited cleanly";
     rc = c;
   }
+  // An injected system-call failure on the root-cause rank is the onion's
+  // core: the exception the trainer raised is only how it surfaced.
+  if (rc && rc->rank && states.count(*rc->rank)) {
+    const RankState& st = states.at(*rc->rank);
+    if (const Event* f = firstInjectedSyscall(*st.in, st.t_ns)) {
+      rc->layers.push_back({"error", "injected by faultline: " + injectedSyscall(*f)});
+    }
+  }
   d.root_cause = rc;
 
   // Roles.
@@ -572,9 +598,13 @@ Diagnosis analyzeRun(const RunInput& in) {
     for (const Event& e : evs) last_step = e.ev == "step_end" ? std::max(last_step, e.step) : last_step;
     const int64_t every = std::max<int64_t>(1, (last_step + 19) / 20);  // about 20 step marks a rank
     std::map<int64_t, const Event*> open;  // collective seq -> its begin
+    bool syscall_marked = false;            // a failing call may be retried: mark the first
     for (const Event& e : evs) {
       if (e.t <= 0) continue;
-      if (e.ev == "fault") {
+      if (e.ev == "fault" && e.kind == "syscall") {
+        if (!syscall_marked) d.timeline.push_back({tms(e.t), r, "fault injected: " + injectedSyscall(e)});
+        syscall_marked = true;
+      } else if (e.ev == "fault") {
         d.timeline.push_back({tms(e.t), r, "fault " + e.kind + " injected at step " + std::to_string(e.step)});
       } else if (e.ev == "pg_init") {
         d.timeline.push_back({tms(e.t), r, "process group up (" + e.backend + ")"});

@@ -1,6 +1,8 @@
 // Parser for torchelastic error files.
 #include "harness/diagnose/error_file.h"
 
+#include <cstdint>
+
 #include <nlohmann/json.hpp>
 
 #include "harness/diagnose/collateral.h"
@@ -35,7 +37,8 @@ std::optional<Evidence> parseErrorFile(std::string_view text) {
         } else if (x["timestamp"].is_number_integer()) {
           secs = x["timestamp"].get<int64_t>();
         }
-        if (secs > 0) t_ns = secs * 1'000'000'000;
+        // Past INT64_MAX ns (year 2262) is no real time, and would overflow.
+        if (secs > 0 && secs <= INT64_MAX / 1'000'000'000) t_ns = secs * 1'000'000'000;
       }
     }
   } else {

@@ -122,7 +122,11 @@ class Cursor {
       out = static_cast<double>(iout);
     } else {
       out = std::strtod(tok.c_str(), &end);
-      iout = std::isfinite(out) ? static_cast<int64_t>(out) : 0;
+      // Saturate: converting a double outside int64's range is undefined.
+      if (!std::isfinite(out)) iout = 0;
+      else if (out >= 0x1p63) iout = INT64_MAX;
+      else if (out < -0x1p63) iout = INT64_MIN;
+      else iout = static_cast<int64_t>(out);
     }
     return end && *end == '\0';
   }
@@ -199,6 +203,8 @@ std::string* stringField(Event& e, std::string_view key) {
       {"scope", &Event::scope},   {"path", &Event::path},     {"mode", &Event::mode},
       {"kind", &Event::kind},     {"type", &Event::type},     {"message", &Event::message},
       {"file", &Event::file},     {"backend", &Event::backend}, {"device", &Event::device},
+      {"call", &Event::call},     {"errno", &Event::err},     {"rule", &Event::rule},
+      {"addr", &Event::addr},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);

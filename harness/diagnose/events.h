@@ -17,6 +17,10 @@ struct Event {
   std::string ev;
   // The extra fields of every event type; unset numbers are -1.
   std::string op, dtype, what, hash, name, scope, path, mode, kind, type, message, file, backend, device;
+  // A `fault` of kind syscall (the LD_PRELOAD interposer): the failed call,
+  // its errno name ("errno" in the line), the FAULTLINE_INJECT rule, and for
+  // connect the address.
+  std::string call, err, rule, addr;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

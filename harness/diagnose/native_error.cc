@@ -31,6 +31,8 @@ std::optional<Location> parseC10Location(std::string_view text) {
   loc = trim(loc.substr(0, paren));
   const size_t colon = loc.rfind(':');
   if (colon == std::string_view::npos) return std::nullopt;
+  // More digits than an int holds is no line number (and would overflow).
+  if (loc.size() - colon - 1 > 9) return std::nullopt;
   int line = 0;
   for (char c : loc.substr(colon + 1)) {
     if (c < '0' || c > '9') return std::nullopt;

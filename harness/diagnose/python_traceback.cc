@@ -248,8 +248,10 @@ std::vector<StackThread> parseStackDump(std::string_view text) {
 
 bool isLibraryPath(std::string_view file) {
   if (file.empty() || startsWith(file, "<")) return true;
+  // faultline_shim/: the Python shim's wrappers sit between a trainer and
+  // torch.distributed; their frames are never the user's code.
   for (std::string_view lib : {"/lib/python", "site-packages", "dist-packages", "/usr/include", "/libc", "sysdeps/",
-                               "nptl/", "gloo/", "c10/", "aten/", "torch/csrc/", "third_party/"}) {
+                               "nptl/", "gloo/", "c10/", "aten/", "torch/csrc/", "third_party/", "faultline_shim/"}) {
     if (contains(file, lib)) return true;
   }
   return false;

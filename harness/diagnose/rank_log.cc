@@ -152,16 +152,23 @@ const Evidence* terminalError(const std::vector<Evidence>& errors) {
   const Evidence* last_primary = nullptr;
   const Evidence* last_collateral = nullptr;
   const Evidence* last_cpp = nullptr;
+  const Evidence* last_python = nullptr;
   for (const Evidence& e : errors) {
     if (e.collateral) {
       last_collateral = &e;
     } else {
       last_primary = &e;
       if (e.kind == Kind::kCppException || e.kind == Kind::kOom || e.kind == Kind::kUndefinedSymbol) last_cpp = &e;
+      if (e.kind == Kind::kPythonException) last_python = &e;
     }
   }
-  if (last_primary && last_primary->kind == Kind::kSignal && last_primary->signal == "SIGABRT" && last_cpp) {
-    return last_cpp;
+  // An abort after an exception is how the exception ended the process:
+  // terminate() after a C++ throw, or an interpreter that aborts on its way
+  // out after an uncaught Python exception (a fatal error at shutdown), which
+  // a crash handler then reports as SIGABRT.
+  if (last_primary && last_primary->kind == Kind::kSignal && last_primary->signal == "SIGABRT" &&
+      (last_cpp || last_python)) {
+    return last_cpp ? last_cpp : last_python;
   }
   return last_primary ? last_primary : last_collateral;
 }

@@ -14,7 +14,7 @@ Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& 
                                     std::vector<LaunchedProcess>& started) {
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
   if (opts.nproc < 1) return fail(ErrorCode::kBadUsage, "--nproc must be at least 1");
-  const Environment base = currentEnvironment();
+  const Environment base = withInstruments(currentEnvironment(), opts.instruments);
   auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
   if (!exe) return tl::unexpected(exe.error());
   if (auto r = layout.create(opts.nproc); !r) return tl::unexpected(r.error());
@@ -30,6 +30,7 @@ Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& 
     spec.executable = *exe;
     spec.argv = opts.command;
     spec.env = toEnvStrings(rankEnvironment(base, layout, {rank, opts.nproc, *port, opts.run_id}));
+    applyEnv(spec.env, opts.env);
     spec.stdout_path = layout.rankStdout(rank);
     spec.stderr_path = layout.rankStderr(rank);
     const int64_t t = realtimeNs();

@@ -7,7 +7,8 @@ namespace faultline::launch {
 
 Result<LaunchedProcess> launchExternal(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) {
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
-  const Environment base = currentEnvironment();
+  // The launcher carries the instruments so that every process it starts inherits them.
+  const Environment base = withInstruments(currentEnvironment(), opts.instruments);
   auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
   if (!exe) return tl::unexpected(exe.error());
   if (auto r = layout.create(0); !r) return tl::unexpected(r.error());
@@ -16,6 +17,7 @@ Result<LaunchedProcess> launchExternal(const LaunchOptions& opts, const RunLayou
   spec.executable = *exe;
   spec.argv = opts.command;
   spec.env = toEnvStrings(launcherEnvironment(base, layout, opts.run_id));
+  applyEnv(spec.env, opts.env);
   spec.stdout_path = layout.launcherStdout();
   spec.stderr_path = layout.launcherStderr();
   const int64_t t = realtimeNs();

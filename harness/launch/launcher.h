@@ -23,7 +23,21 @@ struct LaunchOptions {
   std::vector<std::string> command;  // COMMAND [ARGS...]
   int nproc = 1;                     // builtin only
   std::string run_id;                // unique per run, exported as FAULTLINE_RUN_ID
+  Instruments instruments;           // in every rank's (builtin) or the launcher's (external) environment
+  // Extra environment for every process of the run: each rank (builtin), or
+  // the launcher, whose children inherit it (external). E.g. FAULTLINE_INJECT.
+  Environment env;
 };
+
+// Sets each variable of `extra` in a "KEY=VALUE" list, replacing any earlier value.
+inline void applyEnv(std::vector<std::string>& env, const Environment& extra) {
+  for (const auto& [key, value] : extra) {
+    std::erase_if(env, [&](const std::string& kv) {
+      return kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=';
+    });
+    env.push_back(key + "=" + value);
+  }
+}
 
 struct LaunchedProcess {
   std::optional<int> rank;  // null for the external launcher itself

@@ -1,8 +1,8 @@
-// fork/exec of one process of a run, placed in its containment before exec.
+// clone/exec of one process of a run, placed in its containment before exec.
 //
 // Plain POSIX rather than Boost.Process v1: the child must write itself into
 // the run's cgroup.procs, set PR_SET_PDEATHSIG and start its own process group
-// between fork and exec, and report a failed exec back to the parent; doing
+// between clone and exec, and report a failed exec back to the parent; doing
 // all of that with async-signal-safe calls only is simpler to get right here
 // than through bp's on_exec_setup handlers, which also allocate after fork.
 #pragma once
@@ -36,7 +36,7 @@ struct SpawnSpec {
 // exec'd is reaped here and reported as kSystem with the failing step.
 Result<pid_t> spawnProcess(const SpawnSpec& spec, const Placement& placement);
 
-// The two halves of spawnProcess, so that N ranks are forked back to back and
+// The two halves of spawnProcess, so that N ranks are started back to back and
 // their exec confirmations collected afterwards (launch overhead at 8 ranks is
 // otherwise N sequential fork+exec round trips).
 struct PendingSpawn {

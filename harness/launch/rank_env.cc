@@ -52,6 +52,29 @@ Environment launcherEnvironment(const Environment& base, const RunLayout& layout
   return env;
 }
 
+namespace {
+
+// "first" before the entries of a ':'-separated list, unless it leads already.
+std::string prependToList(const std::string& first, const std::string& list) {
+  if (list.empty()) return first;
+  if (list == first || list.rfind(first + ":", 0) == 0) return list;
+  return first + ":" + list;
+}
+
+}  // namespace
+
+Environment withInstruments(Environment env, const Instruments& instruments) {
+  if (!instruments.python_shim_dir.empty()) {
+    env["PYTHONPATH"] = prependToList(instruments.python_shim_dir, env["PYTHONPATH"]);
+  }
+  // ld.so takes ':' or ' ' between LD_PRELOAD entries; a user's list of
+  // either kind reads the same after "ours:".
+  if (!instruments.preload_library.empty()) {
+    env["LD_PRELOAD"] = prependToList(instruments.preload_library, env["LD_PRELOAD"]);
+  }
+  return env;
+}
+
 std::vector<std::string> toEnvStrings(const Environment& env) {
   std::vector<std::string> out;
   out.reserve(env.size());

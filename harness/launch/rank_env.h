@@ -36,6 +36,19 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
 // launcher's children are attributed to ranks.
 Environment launcherEnvironment(const Environment& base, const RunLayout& layout, const std::string& run_id);
 
+// The black-box instruments every process of a run carries (docs/BLACKBOX.md):
+// the Python shim's directory (its sitecustomize.py runs in every Python
+// process) and the LD_PRELOAD interposer library. Empty: that one is off.
+struct Instruments {
+  std::string python_shim_dir;
+  std::string preload_library;
+  bool any() const { return !python_shim_dir.empty() || !preload_library.empty(); }
+};
+
+// base with the shim first on PYTHONPATH and the interposer first in
+// LD_PRELOAD; what the user had there stays, after ours.
+Environment withInstruments(Environment base, const Instruments& instruments);
+
 // "KEY=VALUE" strings for execve.
 std::vector<std::string> toEnvStrings(const Environment& env);
 

@@ -33,7 +33,7 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 }  // namespace
 
 std::vector<std::string> faultArgs(const scenario::Scenario& s) {
-  if (!s.fault) return {};
+  if (!s.fault || s.fault->kind.empty()) return {};
   std::vector<std::string> out = {"--fault", s.fault->kind, "--fault-rank",
                                   s.fault->rank ? std::to_string(*s.fault->rank) : "all", "--fault-step",
                                   std::to_string(s.fault->step)};
@@ -62,6 +62,8 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   const std::string world = std::to_string(s.stack.world_size);
   const std::string port = std::to_string(master_port);
   LaunchOptions& l = plan.launch;
+  if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
+  l.instruments = tools.instruments;
 
   if (stack == "builtin") {
     l.kind = LauncherKind::kBuiltin;

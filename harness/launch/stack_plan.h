@@ -16,6 +16,7 @@ struct Tools {
   std::string trainer = "faultline-trainer";   // the reference trainer binary
   std::string torchrun = "/usr/bin/torchrun";
   std::string python = "/usr/bin/python3";     // the interpreter that has torch
+  Instruments instruments;                     // given to every stack's processes
 };
 
 struct StackPlan {

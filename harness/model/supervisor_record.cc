@@ -110,7 +110,7 @@ json toJson(const SupervisorRecord& r) {
     exits.push_back({{"pid", e.pid}, {"rank", opt(e.rank)}, {"t_ns", e.t_ns}, {"exit_code", opt(e.exit_code)},
                      {"signal", opt(e.signal)}, {"cmdline", e.cmdline}});
   }
-  return {
+  json out = {
       {"schema", kSupervisorSchema},
       {"process_exits", exits},
       {"start_ns", r.start_ns},
@@ -136,6 +136,8 @@ json toJson(const SupervisorRecord& r) {
         {"signals", signals},
         {"stack_dumps", dumps}}},
   };
+  if (r.harness_fds) out["harness_fds"] = {{"before", r.harness_fds->before}, {"after", r.harness_fds->after}};
+  return out;
 }
 
 Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
@@ -214,6 +216,10 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
                                    getOpt<int>(e, "exit_code", ep), getOpt<std::string>(e, "signal", ep),
                                    get<std::string>(e, "cmdline", ep)});
       }
+    }
+    if (j.contains("harness_fds")) {
+      const json& f = at(j, "harness_fds", "$");
+      r.harness_fds = HarnessFds{get<int>(f, "before", "$.harness_fds"), get<int>(f, "after", "$.harness_fds")};
     }
   } catch (const FieldError& e) {
     return fail(ErrorCode::kBadInput, e.what, e.path);

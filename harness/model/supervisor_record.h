@@ -84,6 +84,14 @@ struct TeardownRecord {
   std::vector<StackDump> stack_dumps;
 };
 
+// The harness's own open file descriptors when supervision began and after it
+// ended (containment, guardian pipe, inotify, pidfds and the event loop all
+// closed): equal unless the supervise stage leaks one per run.
+struct HarnessFds {
+  int before = 0;
+  int after = 0;
+};
+
 struct SupervisorRecord {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -96,6 +104,7 @@ struct SupervisorRecord {
   Trigger trigger;
   TeardownRecord teardown;
   std::vector<ProcessExit> process_exits;  // optional in the file; empty under the builtin launcher
+  std::optional<HarnessFds> harness_fds;   // optional in the file
 };
 
 nlohmann::json toJson(const SupervisorRecord& r);

@@ -2,6 +2,7 @@
 #include "harness/scenario/scenario.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -12,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "harness/probe/fault_spec.h"
+#include "harness/probe/preload/inject_spec.h"
 
 namespace faultline::scenario {
 namespace {
@@ -164,10 +166,53 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   }
 }
 
+// fault.inject: the interposer's own parser decides, so a scenario and
+// FAULTLINE_INJECT accept exactly the same text; errors point into the string.
+void parseInject(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
+  auto text = c.str(t, "inject", "fault");
+  if (!text) return;
+  const toml::source_region where = t.get("inject")->source();
+  fl_inject_rule rules[FL_INJECT_MAX_RULES];
+  fl_inject_error err;
+  const int n = fl_inject_parse(text->c_str(), rules, FL_INJECT_MAX_RULES, &err);
+  if (n < 0) {
+    toml::source_region at = where;
+    at.begin.column += static_cast<toml::source_index>(1 + err.offset);  // past the opening quote
+    c.error(at, "fault.inject: " + std::string(err.message));
+    return;
+  }
+  if (n == 0) {
+    c.error(where, "fault.inject: empty, expected CALL:ERRNO[:rank=R][:after=N][:count=K][:path=GLOB] such as "
+                   "\"write:ENOSPC:rank=1:after=100\"");
+    return;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (rules[i].rank >= stack.world_size) {
+      c.error(where, "fault.inject: rank " + std::to_string(rules[i].rank) + " in '" + rules[i].text +
+                         "' is impossible with world_size " + std::to_string(stack.world_size) + ", expected 0.." +
+                         std::to_string(stack.world_size - 1) + " or all");
+      return;
+    }
+  }
+  f.inject = *text;
+}
+
 void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
-  c.onlyKeys(t, {"kind", "rank", "step", "arg"}, "[fault]");
+  c.onlyKeys(t, {"kind", "rank", "step", "arg", "inject"}, "[fault]");
+  parseInject(c, t, stack, f);
   auto kind = c.str(t, "kind", "fault");
-  if (!kind && !c.failed()) c.error(t.source(), "[fault]: missing key 'kind'");
+  if (!kind && !c.failed() && f.inject.empty()) {
+    c.error(t.source(), "[fault]: missing key 'kind' (or 'inject' for system-call faults)");
+  }
+  if (!kind && !c.failed()) {
+    // rank, step and arg place a `kind` fault; an inject spec carries its own rank.
+    for (const char* key : {"rank", "step", "arg"}) {
+      if (const toml::node* n = t.get(key)) {
+        c.error(n->source(), std::string("fault.") + key + ": applies to fault.kind, which is not set; an inject "
+                                                          "spec takes its rank inside, as in \"write:ENOSPC:rank=1\"");
+      }
+    }
+  }
   if (kind) {
     if (!probe::faultKindFromName(*kind) || *kind == "none") {
       std::string list;
@@ -209,13 +254,34 @@ void parseLimits(Checker& c, const toml::table& t, Limits& l) {
   c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s"}, "[limits]");
   auto positive = [&](const char* key, double& out) {
     if (auto v = c.number(t, key, "limits")) {
-      if (*v <= 0) c.error(t.get(key)->source(), std::string("limits.") + key + ": " + json(*v).dump() + " is impossible, expected a positive number of seconds");
+      // TOML has inf and nan; neither is a number of seconds a timer can use.
+      if (!(*v > 0) || !std::isfinite(*v)) {
+        const std::string shown = std::isnan(*v) ? "nan" : std::isinf(*v) ? (*v > 0 ? "inf" : "-inf") : json(*v).dump();
+        c.error(t.get(key)->source(), std::string("limits.") + key + ": " + shown + " is impossible, expected a positive number of seconds");
+      }
       out = *v;
     }
   };
   positive("hang_timeout_s", l.hang_timeout_s);
   positive("deadline_s", l.deadline_s);
   positive("grace_s", l.grace_s);
+}
+
+// The first date/time value in n (nested in arrays and tables too): report.json
+// holds none, and toJson() has no form for one.
+const toml::node* findDateTime(const toml::node& n) {
+  if (n.is_date() || n.is_time() || n.is_date_time()) return &n;
+  if (auto a = n.as_array()) {
+    for (const auto& e : *a) {
+      if (auto d = findDateTime(e)) return d;
+    }
+  }
+  if (auto tt = n.as_table()) {
+    for (auto&& kv : *tt) {
+      if (auto d = findDateTime(kv.second)) return d;
+    }
+  }
+  return nullptr;
 }
 
 void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
@@ -225,6 +291,10 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     e.pos = c.pos(key.source());
     if (!isReportPath(e.path)) {
       c.error(key.source(), "[expect]: unknown report path '" + e.path + "', expected a field of report.json such as root_cause.kind, ranks[1].role, findings.kind or teardown.duration_ms");
+      return;
+    }
+    if (const toml::node* d = findDateTime(node)) {
+      c.error(d->source(), "[expect] " + e.path + ": a date/time is no report value, expected a string, number, boolean or array");
       return;
     }
     if (const toml::table* m = node.as_table()) {

@@ -31,10 +31,14 @@ struct Stack {
 };
 
 struct Fault {
-  std::string kind;
+  std::string kind;         // empty when the fault is only `inject`
   std::optional<int> rank;  // absent: every rank (code-level bugs)
   long step = 1;
   std::string arg;
+  // System-call faults for the LD_PRELOAD interposer, in the FAULTLINE_INJECT
+  // grammar ("write:ENOSPC:rank=1:after=100"); given to every process of the
+  // run as FAULTLINE_INJECT. Empty: none.
+  std::string inject;
   // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X".
   std::string spec() const;
 };

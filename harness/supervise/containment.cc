@@ -90,6 +90,10 @@ void Containment::killAll() const {
 }
 
 void Containment::finish() {
+  // A second call would find no cgroup and take the subreaper path: a scan of
+  // every process on the machine (stat and environ of each) for nothing.
+  if (finished_) return;
+  finished_ = true;
   bool empty = true;
   if (cgroup_) {
     if (cgroup_->populated()) cgroup_->killAll();

@@ -42,6 +42,7 @@ class Containment {
   void forgetHelper(pid_t pid) { helpers_.erase(pid); }
   pid_t guardianPid() const { return guardian_ ? guardian_->pid() : -1; }
   // Removes the cgroup and lets the guardian go (it sweeps once more).
+  // Idempotent: the destructor calls it again.
   void finish();
 
  private:
@@ -51,6 +52,7 @@ class Containment {
   std::unique_ptr<Guardian> guardian_;
   std::string run_id_;
   std::set<pid_t> helpers_;
+  bool finished_ = false;
 };
 
 }  // namespace faultline::supervise

@@ -4,6 +4,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cstdint>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 namespace faultline::supervise {
@@ -40,23 +43,95 @@ size_t EventsFollower::readNew(const std::function<void(std::string_view)>& on_l
   return lines;
 }
 
+namespace {
+
+// The top-level fields the tracker reads, taken from a SAX parse: every event
+// line of every rank comes through here while the run is supervised, and a
+// DOM per line (an allocation per field) was most of the cost. The parse still
+// validates the whole line, so what counts as malformed is unchanged.
+class EventFields : public nlohmann::json_sax<nlohmann::json> {
+ public:
+  std::optional<std::string> ev, op;
+  std::optional<int64_t> rank, seq, t;
+  bool top_level_object = false;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t v) override { return integer(v); }
+  bool number_unsigned(number_unsigned_t v) override {
+    return v <= static_cast<number_unsigned_t>(INT64_MAX) ? integer(static_cast<int64_t>(v)) : value();
+  }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t& v) override {
+    if (depth_ != 1) return true;
+    forget();
+    if (key_ == "ev") ev = v;
+    if (key_ == "op") op = v;
+    return true;
+  }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    if (depth_ == 0) top_level_object = true;
+    return nested();
+  }
+  bool end_object() override { return --depth_, true; }
+  bool start_array(std::size_t) override { return nested(); }
+  bool end_array() override { return --depth_, true; }
+  bool key(string_t& k) override {
+    if (depth_ == 1) key_ = k;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  // A value at depth 1 of a field that was set before is replaced, as in a DOM.
+  bool value() {
+    if (depth_ == 1) forget();
+    return true;
+  }
+  bool integer(int64_t v) {
+    if (depth_ != 1) return true;
+    forget();
+    if (key_ == "rank") rank = v;
+    if (key_ == "seq") seq = v;
+    if (key_ == "t") t = v;
+    return true;
+  }
+  bool nested() {
+    if (depth_ == 1) forget();
+    ++depth_;
+    return true;
+  }
+  void forget() {
+    if (key_ == "ev") ev.reset();
+    if (key_ == "op") op.reset();
+    if (key_ == "rank") rank.reset();
+    if (key_ == "seq") seq.reset();
+    if (key_ == "t") t.reset();
+  }
+  int depth_ = 0;
+  std::string key_;
+};
+
+}  // namespace
+
 void CollectiveTracker::onLine(int file_rank, std::string_view line) {
   if (line.empty()) return;
-  auto j = nlohmann::json::parse(line.begin(), line.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("ev") || !j["ev"].is_string()) {
+  EventFields f;
+  const bool ok = nlohmann::json::sax_parse(line.begin(), line.end(), &f);
+  if (!ok || !f.top_level_object || !f.ev) {
     ++malformed_;
     return;
   }
-  int rank = file_rank;
-  if (auto it = j.find("rank"); it != j.end() && it->is_number_integer()) rank = it->get<int>();
+  const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
   seen_.insert(rank);
-  const std::string ev = j["ev"].get<std::string>();
-  if (ev != "collective_begin" && ev != "collective_end") return;
+  const bool begin = *f.ev == "collective_begin";
+  if (!begin && *f.ev != "collective_end") return;
   OpenCollective c;
-  if (auto it = j.find("op"); it != j.end() && it->is_string()) c.op = it->get<std::string>();
-  if (auto it = j.find("seq"); it != j.end() && it->is_number_integer()) c.seq = it->get<int64_t>();
-  if (auto it = j.find("t"); it != j.end() && it->is_number_integer()) c.t_ns = it->get<int64_t>();
-  if (ev == "collective_begin") {
+  if (f.op) c.op = *f.op;
+  if (f.seq) c.seq = *f.seq;
+  if (f.t) c.t_ns = *f.t;
+  if (begin) {
     open_[rank] = c;
   } else {
     open_.erase(rank);

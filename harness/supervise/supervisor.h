@@ -38,6 +38,10 @@ struct SupervisedRun {
 // Errors only for what prevents a run from starting (kBadUsage: no such
 // command; kIo: OUT not writable; kSystem: no containment). Once a process has
 // started, every outcome is data in the returned run, and teardown has happened.
+// SIGINT/SIGTERM interrupt the run while it is watched and are held pending
+// outside that; the caller's dispositions and signal mask are restored on
+// return, dispositions first (a caller that ignores them discards a late one).
+// The record's harness_fds counts this process's descriptors around the run.
 Result<SupervisedRun> superviseRun(const SuperviseOptions& opts);
 
 // A fresh id for FAULTLINE_RUN_ID and the cgroup name.

@@ -413,10 +413,20 @@ void WatchLoop::scanForRanks() {
 }
 
 void WatchLoop::classifyPid(pid_t pid) {
-  if (!classified_.insert(pid).second) return;
-  if (launcher_ && pid == launcher_->pid) return;
+  if (classified_.count(pid)) return;
+  if (launcher_ && pid == launcher_->pid) {
+    classified_.insert(pid);
+    return;
+  }
   auto rank_text = environVar(pid, "RANK");
-  if (!rank_text || rank_text->empty() || rank_text->find_first_not_of("0123456789") != std::string::npos) return;
+  if (!rank_text || rank_text->empty() || rank_text->find_first_not_of("0123456789") != std::string::npos) {
+    // Between its fork and its exec a rank still shows its launcher's
+    // environment, without RANK. Exec events re-classify it; without them it
+    // is looked at again on the next rescan, or it would never be found.
+    if (proc_events_) classified_.insert(pid);
+    return;
+  }
+  classified_.insert(pid);
   const int rank = std::atoi(rank_text->c_str());
   // A rank's own children inherit RANK: the rank is the topmost such process.
   auto st = readStat(pid);

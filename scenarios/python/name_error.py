@@ -3,7 +3,7 @@ later in the next collective ("Connection closed by peer")."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddp_common as ddp  # noqa: E402
 
 FAULT_RANK = int(os.environ.get("FAULT_RANK", "1"))
@@ -13,16 +13,11 @@ FAULT_STEP = int(os.environ.get("FAULT_STEP", "3"))
 def main():
     rank, world = ddp.setup()
     model, loader, opt = ddp.make_model_and_data(rank, world)
-    seq = 0
     for step, (xb, yb) in enumerate(loader):
-        ddp.event(rank, "step_begin", step=step, epoch=0)
         if rank == FAULT_RANK and step == FAULT_STEP:
             b = c  # noqa: F821  the one-line bug
-        loss = ddp.train_step(model, opt, xb, yb).detach()
-        ddp.allreduce(rank, loss, seq)
-        seq += 1
-        ddp.event(rank, "step_end", step=step, epoch=0)
-    ddp.cleanup(rank)
+        ddp.mean_loss(ddp.train_step(model, opt, xb, yb))
+    ddp.cleanup()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import os
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddp_common as ddp  # noqa: E402
 
 FAULT_RANK = int(os.environ.get("FAULT_RANK", "1"))
@@ -17,16 +17,11 @@ def main():
     if rank == FAULT_RANK:
         threading.Thread(target=threading.Event().wait, name="stuck-worker").start()  # non-daemon
     model, loader, opt = ddp.make_model_and_data(rank, world)
-    seq = 0
     for step, (xb, yb) in enumerate(loader):
         if step == 6:
             break
-        ddp.event(rank, "step_begin", step=step, epoch=0)
-        loss = ddp.train_step(model, opt, xb, yb).detach()
-        ddp.allreduce(rank, loss, seq)
-        seq += 1
-        ddp.event(rank, "step_end", step=step, epoch=0)
-    ddp.cleanup(rank)
+        ddp.mean_loss(ddp.train_step(model, opt, xb, yb))
+    ddp.cleanup()
 
 
 if __name__ == "__main__":

@@ -19,17 +19,12 @@ def train(rank, world):
     ddp.setup(rank, world)
     try:
         model, loader, opt = ddp.make_model_and_data(rank, world)
-        seq = 0
         for step, (xb, yb) in enumerate(loader):
-            ddp.event(rank, "step_begin", step=step, epoch=0)
             if rank == FAULT_RANK and step == FAULT_STEP:
                 b = c  # noqa: F821  the one-line bug
-            loss = ddp.train_step(model, opt, xb, yb).detach()
-            ddp.allreduce(rank, loss, seq)
-            seq += 1
-            ddp.event(rank, "step_end", step=step, epoch=0)
+            ddp.mean_loss(ddp.train_step(model, opt, xb, yb))
     finally:
-        ddp.cleanup(rank)
+        ddp.cleanup()
 
 
 if __name__ == "__main__":

@@ -142,9 +142,16 @@ void harnessKilledLeavesNothing(bool cgroup) {
   if (!cgroup) ::setenv("FAULTLINE_NO_CGROUP", "1", 1);
   pid_t pid = startFaultline({"exec", "--nproc", "2", "-o", out, "--", hostilePath(), "*=daemon:60"}, dir / "log");
   ::unsetenv("FAULTLINE_NO_CGROUP");
-  ASSERT_TRUE(waitFor([&] { return fileExists(out + "/daemon.pid") && processesOfRun(out).size() >= 3; },
-                      std::chrono::seconds(20)));
-  const pid_t daemon = std::stoi(readFile(out + "/daemon.pid"));
+  // Both ranks' daemons write daemon.pid (fopen "w", then the number, so it
+  // can be empty for a moment): take a whole line when one is there.
+  pid_t daemon = 0;
+  ASSERT_TRUE(waitFor(
+      [&] {
+        const std::string s = readFile(out + "/daemon.pid");
+        if (!daemon && !s.empty() && s.back() == '\n') daemon = std::stoi(s);
+        return daemon > 0 && processesOfRun(out).size() >= 3;
+      },
+      std::chrono::seconds(20)));
   ASSERT_TRUE(supervise::isAlive(daemon));
   ::kill(pid, SIGKILL);
   const auto killed_at = std::chrono::steady_clock::now();

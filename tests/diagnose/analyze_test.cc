@@ -240,6 +240,60 @@ TEST(Analyze, LauncherLayerNamesTorchrunsWrongChoice) {
   EXPECT_NE(d.root_cause->layers[0].text.find("wrong"), std::string::npos);
 }
 
+Event injectedWrite(int rank, int64_t t) {
+  Event f;
+  f.ev = "fault";
+  f.kind = "syscall";
+  f.rank = rank;
+  f.t = t;
+  f.call = "write";
+  f.err = "ENOSPC";
+  f.rule = "write:ENOSPC:rank=1:after=1";
+  f.path = "/run/checkpoints/rank1/step4.pt.tmp";
+  return f;
+}
+
+// The LD_PRELOAD interposer failed rank 1's checkpoint write; the trainer's
+// OSError is the root cause, and the injected call is the innermost layer.
+TEST(Analyze, InjectedSyscallIsTheInnermostLayer) {
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 1'000'000'009'000'000).errors.push_back(peerClosed());
+  RankInput& r1 = addRank(in, 1, 1, std::nullopt, 1'000'000'005'000'000);
+  r1.errors.push_back(pyError("OSError", "[Errno 28] No space left on device", "/app/train.py", 44));
+  r1.events.events.push_back(injectedWrite(1, 1'000'000'004'000'000));
+  r1.events.events.push_back(injectedWrite(1, 1'000'000'004'100'000));  // the retry at close
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_EQ(d.root_cause->summary, "rank 1: OSError: [Errno 28] No space left on device (train.py:44)");
+  ASSERT_FALSE(d.root_cause->layers.empty());
+  EXPECT_EQ(d.root_cause->layers.back().layer, "error");
+  EXPECT_EQ(d.root_cause->layers.back().text,
+            "injected by faultline: write failed with ENOSPC on /run/checkpoints/rank1/step4.pt.tmp "
+            "(FAULTLINE_INJECT write:ENOSPC:rank=1:after=1)");
+  int marks = 0;
+  for (const auto& t : d.timeline) {
+    if (t.what.rfind("fault injected: write failed with ENOSPC", 0) == 0) {
+      ++marks;
+      EXPECT_EQ(t.rank, 1);
+    }
+    EXPECT_EQ(t.what.find("step -1"), std::string::npos) << t.what;
+  }
+  EXPECT_EQ(marks, 1);
+}
+
+TEST(Analyze, AFaultOnAnotherRankOrAfterTheFailureIsNoLayer) {
+  RunInput in;
+  RankInput& r0 = addRank(in, 0, 0);
+  r0.events.events.push_back(injectedWrite(0, 1'000'000'001'000'000));
+  RankInput& r1 = addRank(in, 1, 1, std::nullopt, 1'000'000'005'000'000);
+  r1.errors.push_back(pyError("ValueError", "bad shape", "/app/train.py", 10));
+  r1.events.events.push_back(injectedWrite(1, 1'000'000'006'000'000));
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  for (const auto& l : d.root_cause->layers) EXPECT_EQ(l.text.find("injected"), std::string::npos) << l.text;
+}
+
 }  // namespace
 }  // namespace faultline::diagnose
 

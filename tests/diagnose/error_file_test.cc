@@ -49,5 +49,16 @@ TEST(ErrorFile, MalformedTruncatedAndNonUtf8) {
   EXPECT_EQ(e->type, "ValueError");
 }
 
+// Caught by tests/fuzz/error_file_fuzz (UBSan): a timestamp past year 2262 overflowed
+// when converted to nanoseconds (undefined behaviour); it gives no time now.
+TEST(ErrorFile, TimestampBeyondInt64NanosecondsIsNoTime) {
+  auto e = parseErrorFile(R"({"message": {"message": "x", "extraInfo": {"timestamp": "99999999999999"}}})");
+  ASSERT_TRUE(e);
+  EXPECT_FALSE(e->t_ns);
+  e = parseErrorFile(R"({"message": {"message": "x", "extraInfo": {"timestamp": 1700000000}}})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->t_ns, 1700000000LL * 1000000000);
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

@@ -40,6 +40,23 @@ TEST(Events, MetricSamplesAndErrorStack) {
   EXPECT_TRUE(err->file.empty());
 }
 
+TEST(Events, InjectedSyscallFault) {
+  // As libfaultline_preload.so writes it: step is null (a call belongs to no step).
+  auto f = parseEventLine(
+      R"({"t":5,"rank":1,"pid":9,"ev":"fault","kind":"syscall","step":null,"call":"write","errno":"ENOSPC","rule":"write:ENOSPC:rank=1","path":"/ckpt/a.pt","nth":1})");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, "syscall");
+  EXPECT_EQ(f->step, -1);
+  EXPECT_EQ(f->call, "write");
+  EXPECT_EQ(f->err, "ENOSPC");
+  EXPECT_EQ(f->rule, "write:ENOSPC:rank=1");
+  EXPECT_EQ(f->path, "/ckpt/a.pt");
+  auto c = parseEventLine(
+      R"({"t":5,"rank":0,"pid":9,"ev":"fault","kind":"syscall","step":null,"call":"connect","errno":"ECONNREFUSED","rule":"connect:ECONNREFUSED","addr":"127.0.0.1:29500","nth":2})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->addr, "127.0.0.1:29500");
+}
+
 TEST(Events, RejectsMalformedLines) {
   EXPECT_FALSE(parseEventLine(""));
   EXPECT_FALSE(parseEventLine("not json"));
@@ -72,6 +89,18 @@ TEST(Events, RealCapturedFile) {
   ASSERT_FALSE(log.events.empty());
   EXPECT_EQ(log.events.front().ev, "start");
   EXPECT_TRUE(readEvents("/nonexistent/events.jsonl").events.empty());
+}
+
+// Found by tests/fuzz/events_fuzz: a float beyond int64 in an integer field
+// was converted as is (undefined behaviour); it saturates now.
+TEST(Events, NumbersBeyondInt64Saturate) {
+  auto e = parseEventLine(R"({"ev":"x","t":1.79605e+44,"step":-1e300,"seq":1e999,"value":1e300})");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->t, INT64_MAX);
+  EXPECT_EQ(e->step, INT64_MIN);
+  EXPECT_EQ(e->seq, 0);  // infinite: no integer
+  ASSERT_TRUE(e->value);
+  EXPECT_EQ(*e->value, 1e300);
 }
 
 }  // namespace

@@ -149,6 +149,37 @@ TEST(Findings, Straggler) {
   EXPECT_EQ(f[0].ranks, (std::vector<int>{1}));
 }
 
+// Steps of the given work times (ms), 200 ms apart, each ending in an all-reduce.
+EventLog stepsOf(int r, const std::vector<int64_t>& work_ms) {
+  History h(r);
+  h.ev("pg_init");
+  for (size_t s = 0; s < work_ms.size(); ++s) {
+    h.at(static_cast<int64_t>(s) * 200).ev("step_begin");
+    h.at(static_cast<int64_t>(s) * 200 + work_ms[s]);
+    h.collective("allreduce", static_cast<int64_t>(s), 10);
+    h.ev("step_end");
+  }
+  return h.exit(0).log();
+}
+
+// 64 ranks on 2 cores (as measured in a 64-rank run of the reference
+// trainer): each rank is slowed at random steps, some by 100 ms, and its median
+// work per step lands anywhere between 1 and 40 ms. None of them is a
+// straggler; a rank that works 90 ms at nearly every step among them is.
+TEST(Findings, OversubscribedRanksAreNoStragglersButASleeperIs) {
+  std::vector<EventLog> logs;
+  for (int r = 0; r < 64; ++r) {
+    const int64_t w = r % 16 == 3 ? 23 : 2 + r % 9;
+    logs.push_back(stepsOf(r, {w, w + 1, w, w + 2, w, w + 1, w, w, w + 3, w}));
+  }
+  logs[9] = stepsOf(9, {114, 22, 18, 132, 41, 41, 18, 120, 3, 2});  // slow at half of its steps
+  EXPECT_TRUE(findStraggler(runOf(logs)).empty());
+  logs[37] = stepsOf(37, {4, 3, 90, 92, 95, 90, 91, 90, 93, 90});  // slow from step 2 on
+  auto f = findStraggler(runOf(logs));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{37}));
+}
+
 TEST(Findings, NoPgDestroyOnlyForCleanExits) {
   RunInput in = runOf({History(0).ev("pg_init").exit(0).log(), History(1).ev("pg_init").ev("pg_destroy").exit(0).log(),
                        History(2).ev("pg_init").log()});

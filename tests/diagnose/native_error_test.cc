@@ -62,6 +62,15 @@ TEST(C10Location, Parses) {
   EXPECT_FALSE(parseC10Location("Exception raised from nowhere"));
 }
 
+// Caught by tests/fuzz/log_classifier_fuzz (UBSan): a line number longer than an int
+// overflowed while it was read (undefined behaviour); it is no location now.
+TEST(C10Location, LineBeyondIntIsNoLocation) {
+  EXPECT_FALSE(parseC10Location("Exception raised from f at /x.cpp:99999999999 (most recent call first):"));
+  auto l = parseC10Location("Exception raised from f at /x.cpp:999999999 (most recent call first):");
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->line, 999999999);
+}
+
 TEST(UndefinedSymbol, LoaderMessage) {
   auto e = parseUndefinedSymbol(
       "/build/faultline-trainer: symbol lookup error: /build/libfaultline_trainer_ext.so: undefined symbol: "
@@ -135,6 +144,30 @@ TEST(RankLog, AbortAfterTerminateNamesTheException) {
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->kind, Kind::kCppException);
   EXPECT_EQ(t->message, "boom");
+}
+
+// A Python rank that raised, then aborted during interpreter shutdown: the
+// interposer's crash handler reports the SIGABRT after the traceback.
+TEST(RankLog, AbortAfterAPythonExceptionNamesTheException) {
+  RankLog log = scanRankLog(
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 41, in save\n"
+      "    with open(tmp, \"wb\") as f:\n"
+      "OSError: [Errno 28] No space left on device\n");
+  ASSERT_EQ(log.errors.size(), 1u);
+  Evidence abort;
+  abort.kind = Kind::kSignal;
+  abort.type = abort.signal = "SIGABRT";
+  abort.message = "aborted";
+  abort.origin = "events.jsonl";
+  log.errors.push_back(abort);
+  const Evidence* t = terminalError(log.errors);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->kind, Kind::kPythonException);
+  EXPECT_EQ(t->type, "OSError");
+  // Any other signal is the process's own death, not the exception's.
+  log.errors.back().type = log.errors.back().signal = "SIGSEGV";
+  EXPECT_EQ(terminalError(log.errors)->kind, Kind::kSignal);
 }
 
 TEST(RankLog, SegfaultLocationFromFaulthandler) {

@@ -38,6 +38,24 @@ TEST(RankEnv, LauncherGetsEventsDirAndNoRankOfItsOwn) {
   EXPECT_EQ(env["HOME"], "/root");
 }
 
+TEST(RankEnv, InstrumentsGoFirstAndKeepWhatTheUserHad) {
+  const Instruments in{"/fl/python", "/fl/libfaultline_preload.so"};
+  auto env = withInstruments({{"PYTHONPATH", "/mine:/theirs"}, {"LD_PRELOAD", "libjemalloc.so libx.so"}}, in);
+  EXPECT_EQ(env["PYTHONPATH"], "/fl/python:/mine:/theirs");
+  EXPECT_EQ(env["LD_PRELOAD"], "/fl/libfaultline_preload.so:libjemalloc.so libx.so");
+  // Unset before: just ours. Already first (a nested faultline): not twice.
+  auto fresh = withInstruments({}, in);
+  EXPECT_EQ(fresh["PYTHONPATH"], "/fl/python");
+  EXPECT_EQ(fresh["LD_PRELOAD"], "/fl/libfaultline_preload.so");
+  EXPECT_EQ(withInstruments(fresh, in), fresh);
+  // An instrument that is off leaves its variable alone.
+  auto off = withInstruments({{"PYTHONPATH", "/mine"}}, Instruments{});
+  EXPECT_EQ(off["PYTHONPATH"], "/mine");
+  EXPECT_FALSE(off.count("LD_PRELOAD"));
+  EXPECT_FALSE(Instruments{}.any());
+  EXPECT_TRUE(in.any());
+}
+
 TEST(RankEnv, FreePortIsAUsablePort) {
   auto port = findFreePort();
   ASSERT_TRUE(port) << port.error().str();

@@ -1,6 +1,8 @@
 // The HTML reports in a real browser: headless Chromium loads the report of a
 // real hung-collective run and of a suite; the DOM must show the root-cause
-// summary and one timeline lane per rank, and a screenshot is taken.
+// summary and one timeline lane per rank, and a screenshot is taken. And a
+// report with markup in every field, re-rendered by `faultline report`, runs
+// no script even with its Content-Security-Policy taken out.
 #include <unistd.h>
 
 #include <cstdlib>
@@ -13,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/model/report.h"
 #include "reports/xml_text.h"
 
 namespace faultline::reports {
@@ -29,6 +32,8 @@ std::string slurp(const fs::path& p) {
 
 const char* kChromium = "/usr/bin/chromium";
 
+std::string shellQuoted(const fs::path& p) { return "'" + p.string() + "'"; }
+
 // Headless Chromium as root on a closed network: no sandbox, no background
 // networking, a fresh profile (the flags the machine's notes say work).
 std::string chromium(const fs::path& profile) {
@@ -40,6 +45,9 @@ std::string chromium(const fs::path& profile) {
 class Browser : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+#ifndef FL_HAVE_TRAINER
+    return;  // SetUp skips every test
+#endif
     if (::access(kChromium, X_OK) != 0) return;
     dir_ = fs::temp_directory_path() / ("fl_browser_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
@@ -53,6 +61,9 @@ class Browser : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
   void SetUp() override {
+#ifndef FL_HAVE_TRAINER
+    GTEST_SKIP() << "unsupported: faultline-trainer is not built (FAULTLINE_BUILD_TRAINER=OFF)";
+#endif
     if (::access(kChromium, X_OK) != 0) GTEST_SKIP() << "unsupported: " << kChromium << " is not installed (ci/deps installs it)";
     ASSERT_EQ(suite_status_, 0) << slurp(dir_ / "suite.log");
   }
@@ -105,6 +116,135 @@ TEST_F(Browser, SuitePageListsAndLinksEachScenario) {
   EXPECT_NE(dom.find("<table id=\"scenarios\">"), std::string::npos) << dom.substr(0, 2000);
   EXPECT_NE(dom.find("<a href=\"hung-collective/report.html\">hung-collective</a>"), std::string::npos);
   EXPECT_NE(dom.find("v-pass"), std::string::npos);
+}
+
+// --- hostile text in every field --------------------------------------------------
+
+// Each payload would change document.title if the browser ran it.
+const char* kPayload =
+    "</script><script>document.title='pwned-script'</script>"
+    "<img src=x onerror=\"document.title='pwned-img'\">"
+    "<svg onload=\"document.title='pwned-svg'\"></svg>"
+    "<a href=\"javascript:document.title='pwned-href'\">x</a>"
+    "<iframe srcdoc=\"<script>parent.document.title='pwned-frame'</script>\"></iframe>"
+    "]]> \"'& \xe2\x80\xa8 \x01\x1b[31m \xed\xa0\x80 | row\n| forged |";
+
+Report hostileReport() {
+  const std::string h = kPayload;
+  Report r;
+  r.scenario = ScenarioRef{h, h};
+  r.stack = {h, {h}, 2};
+  RootCause rc;
+  rc.kind = Kind::kPythonException;
+  rc.rank = 1;
+  rc.summary = "rank 1: " + h;
+  rc.exception_type = h;
+  rc.message = h;
+  rc.location = Location{h, 3};
+  rc.layers = {{h, h}, {"error", h}};
+  r.root_cause = rc;
+  r.ranks = {{0, 10, std::nullopt, "SIGTERM", RankRole::kCollateral, h, h}, {1, 11, 1, std::nullopt, RankRole::kRootCause, h, h}};
+  r.findings = {{Kind::kStraggler, {1}, h, h, h}};
+  r.teardown.survivors = {{12, h}};
+  r.teardown.leaks = {h};
+  r.expectations = {{h, h, h, false, "fail", h}};
+  r.timeline = {{1.0, 0, h}, {2.0, 1, h}, {3.0, std::nullopt, h}};
+  r.verdict = Verdict::kFail;
+  r.extra["stack_dumps"]["1"] = h;
+  r.harness = {h, 1};
+  return r;
+}
+
+class HostileBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (::access(kChromium, X_OK) != 0) GTEST_SKIP() << "unsupported: " << kChromium << " is not installed (ci/deps installs it)";
+    dir_ = fs::temp_directory_path() / ("fl_browser_hostile_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+  // The DOM after the page loaded and ran whatever it would run.
+  std::string dumpDom(const fs::path& page) {
+    const fs::path out = dir_ / (page.filename().string() + ".dom");
+    const std::string cmd = chromium(dir_ / "profile") + " --dump-dom " + shellQuoted("file://" + page.string()) + " > " +
+                            shellQuoted(out) + " 2>/dev/null";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return slurp(out);
+  }
+  static std::string title(const std::string& dom) {
+    std::smatch m;
+    return std::regex_search(dom, m, std::regex("<title>([^<]*)</title>")) ? m[1].str() : "<no title>";
+  }
+  // The same page without its Content-Security-Policy: escaping alone must hold.
+  fs::path withoutCsp(const fs::path& page) {
+    std::string html = slurp(page);
+    const size_t at = html.find("<meta http-equiv=\"Content-Security-Policy\"");
+    EXPECT_NE(at, std::string::npos);
+    if (at != std::string::npos) html.erase(at, html.find("/>", at) + 2 - at);
+    const fs::path out = page.parent_path() / ("nocsp-" + page.filename().string());
+    std::ofstream(out) << html;
+    return out;
+  }
+  // Nothing ran, nothing of the payload became an element, and the text shows literally.
+  void expectInert(const std::string& dom, const std::string& expected_title_start) {
+    EXPECT_EQ(title(dom).rfind(expected_title_start, 0), 0u) << "title is now: " << title(dom);
+    // In the serialized DOM a "<" of text is "&lt;": a literal "<" opens a real element.
+    for (const char* tag : {"<script", "<img", "<iframe"}) {
+      EXPECT_EQ(dom.find(tag), std::string::npos) << tag << " in the DOM: " << dom.substr(dom.find(tag) > 200 ? dom.find(tag) - 200 : 0, 400);
+    }
+    EXPECT_FALSE(std::regex_search(dom, std::regex("<[a-zA-Z][^>]*\\son[a-z]+\\s*="))) << "an element with an event handler";
+    EXPECT_FALSE(std::regex_search(dom, std::regex("<a\\s[^>]*href\\s*=\\s*\"javascript:"))) << "a javascript: link";
+    EXPECT_NE(dom.find("&lt;img src=x onerror=\"document.title='pwned-img'\"&gt;"), std::string::npos) << dom.substr(0, 3000);
+  }
+  fs::path dir_;
+};
+
+TEST_F(HostileBrowser, DetectsAScriptThatRuns) {
+  // The check below is live: a page that does run a script shows it in the dumped title.
+  const fs::path control = dir_ / "control.html";
+  std::ofstream(control) << "<!DOCTYPE html><html><head><title>t</title></head><body>"
+                            "<script>document.title='pwned-control'</script></body></html>";
+  EXPECT_EQ(title(dumpDom(control)), "pwned-control");
+}
+
+TEST_F(HostileBrowser, ReRenderedRunReportRunsNoScript) {
+  const fs::path run = dir_ / "run";
+  fs::create_directories(run);
+  ASSERT_TRUE(writeReport(hostileReport(), (run / "report.json").string()));
+  const std::string cmd = std::string(FL_FAULTLINE) + " report " + shellQuoted(run) + " > " + shellQuoted(dir_ / "log") + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "log");
+  const std::string dom = dumpDom(run / "report.html");
+  expectInert(dom, "faultline: &lt;/script&gt;");
+  // The root cause reads as the text the trainer wrote (controls and the surrogate replaced).
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(dom, m, std::regex("<div id=\"root-cause\" class=\"cause\">([^<]*)</div>")));
+  EXPECT_NE(m[1].str().find("&lt;/script&gt;&lt;script&gt;document.title='pwned-script'&lt;/script&gt;"), std::string::npos)
+      << m[1].str();
+  expectInert(dumpDom(withoutCsp(run / "report.html")), "faultline: &lt;/script&gt;");
+}
+
+TEST_F(HostileBrowser, SuitePageRunsNoScriptAndLinksNoScheme) {
+  // A run directory named like a javascript: URL is a relative path on disk;
+  // the link to it must stay one.
+  const fs::path suite = dir_ / "suite";
+  const std::string run_dir = "javascript:document.title='pwned-link'";
+  fs::create_directories(suite / run_dir);
+  ASSERT_TRUE(writeReport(hostileReport(), (suite / run_dir / "report.json").string()));
+  const nlohmann::json j = {{"schema", "faultline.suite/1"},
+                            {"scenarios", {{{"name", kPayload}, {"stack", kPayload}, {"run_dir", run_dir}}}},
+                            {"wall_ms", 1}};
+  std::ofstream(suite / "report.json") << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string cmd = std::string(FL_FAULTLINE) + " report " + shellQuoted(suite) + " > " + shellQuoted(dir_ / "log") + " 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "log");
+  for (const fs::path& page : {suite / "index.html", withoutCsp(suite / "index.html")}) {
+    const std::string dom = dumpDom(page);
+    expectInert(dom, "faultline suite");
+    EXPECT_NE(dom.find("href=\"javascript%3Adocument.title%3D%27pwned-link%27/report.html\""), std::string::npos)
+        << dom.substr(0, 3000);
+  }
 }
 
 }  // namespace

@@ -2,6 +2,11 @@
 // trainer-controlled text is escaped in every format.
 #include "reports/render.h"
 
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <sstream>
+
 #include <gtest/gtest.h>
 #include <pugixml.hpp>
 
@@ -135,6 +140,246 @@ TEST(Catalog, ComparesWhatEachStackBlamed) {
   EXPECT_NE(md.find("**1 survivor(s)**"), std::string::npos);
   EXPECT_EQ(md.find("<script>"), std::string::npos);
   EXPECT_NE(md.find("| torchrun | 1 | 0 | 1 | 0 | 0 |"), std::string::npos);
+}
+
+// --- security: every trainer-controlled field, every hostile string ------------
+
+// Strings a rank (or a hand-edited report.json) can put in any text field.
+const std::vector<std::string> kHostileSet = {
+    "</script><script>document.title='pwned'</script>",
+    "<img src=x onerror=\"document.title='pwned'\">",
+    "<svg onload=alert(1)>",
+    "javascript:alert(1)",
+    "[click](javascript:alert(1)) ![img](http://x.invalid/t.png) <http://x.invalid>",
+    "]]><!-- --><![CDATA[",
+    "\"'&amp;&",
+    std::string("ctl\x01\x02\x08\x0b\x0c\x1b[31m\x7f nul:") + std::string(1, '\0') + "end",
+    "line\xe2\x80\xa8sep\xe2\x80\xa9para",
+    "bad\xff\xfe\xc0\xaf\xed\xa0\x80\xe0\x80\x80\xf4\x90\x80\x80\xef\xbf\xbe\xc3",
+    "cell | break\n| forged | row |\r\n",
+    "``` fence ````",
+    "\\| escaped pipe \\",
+    "$(touch /tmp/fl-pwned) `touch /tmp/fl-pwned` %s%n%x {{7*7}} ${HOME}",
+};
+
+std::string allHostile() {
+  std::string s;
+  for (const auto& h : kHostileSet) s += h + " ~ ";
+  return s;
+}
+
+// A report with the hostile set in every field that a rank or a report.json controls.
+Report hostileEverywhere() {
+  const std::string h = allHostile();
+  const std::string very_long = std::string(100000, 'A') + h;
+  Report r;
+  r.scenario = ScenarioRef{h, h};
+  r.stack = {h, {h, h}, 2};
+  r.launcher = {1, h};
+  RootCause rc;
+  rc.kind = Kind::kPythonException;
+  rc.rank = 1;
+  rc.summary = "rank 1: " + h;
+  rc.exception_type = h;
+  rc.message = very_long;
+  rc.location = Location{h, 7};
+  rc.symbol = h;
+  rc.signal = h;
+  rc.collective = CollectiveRef{h, 3};
+  rc.layers = {{h, h}, {"error", very_long}};
+  r.root_cause = rc;
+  r.ranks = {{0, 10, std::nullopt, h, RankRole::kCollateral, h, very_long},
+             {1, 11, 1, std::nullopt, RankRole::kRootCause, h, "Traceback\n" + h}};
+  r.findings = {{Kind::kStraggler, {1}, h, h, very_long}};
+  r.teardown.clean = false;
+  r.teardown.survivors = {{12, h}};
+  r.teardown.leaks = {h};
+  r.expectations = {{h, h, h, false, "fail", h}, {h, 1, nlohmann::json{{h, h}}, false, "unresolved", h}};
+  r.timeline = {{0.5, 1, h}, {1.5, std::nullopt, h}, {2.5, 7, h}};
+  r.verdict = Verdict::kFail;
+  r.extra["stack_dumps"]["1"] = h;
+  r.extra["stack_dumps"]["0"] = very_long;
+  r.harness = {h, 10};
+  return r;
+}
+
+// Independent strict UTF-8 check: decode and reject overlongs, surrogates, > U+10FFFF.
+bool strictUtf8(const std::string& s) {
+  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = b[i];
+    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
+    for (size_t k = 1; k < len; ++k) {
+      if ((b[i + k] & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (b[i + k] & 0x3f);
+    }
+    const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
+    i += len;
+  }
+  return true;
+}
+
+// No byte that XML 1.0 forbids (C0 controls but tab, newline, CR), no U+FFFE/U+FFFF.
+bool xmlCharsOnly(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+  }
+  return s.find("\xef\xbf\xbe") == std::string::npos && s.find("\xef\xbf\xbf") == std::string::npos;
+}
+
+// "](target" with an unescaped "]": a live Markdown link or image.
+bool hasMarkdownLinkTo(const std::string& text, const std::string& target) {
+  const std::string needle = "](" + target;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    size_t slashes = 0;
+    while (at > slashes && text[at - 1 - slashes] == '\\') ++slashes;
+    if (slashes % 2 == 0) return true;
+  }
+  return false;
+}
+
+TEST(XmlText, RejectsEveryIllFormedUtf8Sequence) {
+  const std::string fffd = "\xef\xbf\xbd";
+  EXPECT_EQ(stripForbidden("\xed\xa0\x80"), fffd + fffd + fffd);         // a UTF-16 surrogate
+  EXPECT_EQ(stripForbidden("\xe0\x80\xaf"), fffd + fffd + fffd);         // overlong '/'
+  EXPECT_EQ(stripForbidden("\xf0\x80\x80\xaf"), fffd + fffd + fffd + fffd);  // overlong, 4 bytes
+  EXPECT_EQ(stripForbidden("\xf4\x90\x80\x80"), fffd + fffd + fffd + fffd);  // above U+10FFFF
+  EXPECT_EQ(stripForbidden("a\xc3"), "a" + fffd);                          // truncated
+  EXPECT_EQ(stripForbidden("\xe2\x80\xa8\xf0\x9f\x92\xa5\xed\x9f\xbf"), "\xe2\x80\xa8\xf0\x9f\x92\xa5\xed\x9f\xbf");
+  EXPECT_TRUE(strictUtf8(stripForbidden(allHostile())));
+}
+
+TEST(XmlText, Utf8TailStartsOnACharacter) {
+  const std::string s = "\xc3\xa9\xe2\x82\xac\xf0\x9f\x92\xa5";  // é € 💥: 2 + 3 + 4 bytes
+  for (size_t max = 0; max <= s.size(); ++max) {
+    const std::string t = utf8Tail(s, max);
+    EXPECT_LE(t.size(), max);
+    EXPECT_TRUE(strictUtf8(t)) << max;
+  }
+}
+
+TEST(XmlText, UrlPathLeavesNoSchemeOrSyntax) {
+  EXPECT_EQ(urlPath("name-error--torchrun/x_y.z~"), "name-error--torchrun/x_y.z~");
+  EXPECT_EQ(urlPath("javascript:alert(1)"), "javascript%3Aalert%281%29");
+  EXPECT_EQ(urlPath("a\" onclick=\"x"), "a%22%20onclick%3D%22x");
+}
+
+TEST(XmlText, MarkdownCellNeutralisesTableAndLinkSyntax) {
+  EXPECT_EQ(markdownCell("a | b\nsecond line"), "a \\| b");
+  EXPECT_EQ(markdownCell("[x](javascript:alert(1))"), "\\[x\\](javascript:alert(1))");
+  EXPECT_EQ(markdownCell("\\|"), "\\\\\\|");
+  EXPECT_EQ(markdownCell("<b>`c`</b>\x01\r"), "&lt;b&gt;'c'&lt;/b&gt; ");
+}
+
+TEST(Security, HtmlHasOnlyItsOwnMarkupForEveryHostileField) {
+  const std::string html = htmlForRun(hostileEverywhere());
+  EXPECT_TRUE(strictUtf8(html));
+  EXPECT_TRUE(xmlCharsOnly(html));
+  pugi::xml_document doc;
+  const auto parsed = doc.load_string(html.substr(html.find("<html")).c_str());
+  ASSERT_TRUE(parsed) << parsed.description();
+  // Every element is one the renderer writes; no attribute is an event handler
+  // and no link goes anywhere but a relative path.
+  const std::set<std::string> allowed = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "div", "span", "table",
+                                         "tr", "td", "th", "svg", "g", "text", "line", "circle", "details", "summary", "pre", "a"};
+  int elements = 0;
+  std::function<void(pugi::xml_node)> walk = [&](pugi::xml_node n) {
+    for (auto c : n.children()) {
+      if (c.type() != pugi::node_element) continue;
+      ++elements;
+      EXPECT_TRUE(allowed.count(c.name())) << "element <" << c.name() << "> in the page";
+      for (auto a : c.attributes()) {
+        EXPECT_NE(std::string(a.name()).rfind("on", 0), 0u) << "attribute " << a.name() << " on <" << c.name() << ">";
+      }
+      walk(c);
+    }
+  };
+  walk(doc);
+  EXPECT_GT(elements, 50);
+  // The hostile text is there, as text: the root cause and a stack dump read it back literally.
+  const std::string cause = doc.select_node("//div[@id='root-cause']").node().child_value();
+  EXPECT_NE(cause.find("</script><script>document.title='pwned'</script>"), std::string::npos) << cause;
+  EXPECT_NE(cause.find("<img src=x onerror=\"document.title='pwned'\">"), std::string::npos);
+  // (An XML parser reads CR LF and CR as LF.)
+  std::string title = "faultline: " + stripForbidden(allHostile());
+  for (size_t at; (at = title.find("\r\n")) != std::string::npos;) title.erase(at, 1);
+  std::replace(title.begin(), title.end(), '\r', '\n');
+  EXPECT_EQ(doc.select_node("//title").node().child_value(), title);
+  const std::string dump = doc.select_node("//pre[@class='stacks']").node().child_value();
+  EXPECT_NE(dump.find("]]><!-- --><![CDATA["), std::string::npos);
+  EXPECT_NE(html.find(std::string(100000, 'A')), std::string::npos) << "a very long field was cut";
+}
+
+TEST(Security, SuiteLinksCannotCarryAScheme) {
+  Suite s;
+  s.entries = {{allHostile(), allHostile(), "javascript:alert(1)//", hostileEverywhere()}};
+  const std::string html = htmlForSuite(s);
+  pugi::xml_document doc;
+  ASSERT_TRUE(doc.load_string(html.substr(html.find("<html")).c_str()));
+  const std::string href = doc.select_node("//a").node().attribute("href").value();
+  EXPECT_EQ(href, "javascript%3Aalert%281%29//" "/report.html");
+  const std::string md = markdownForSuite(s);
+  EXPECT_NE(md.find("](javascript%3Aalert%281%29///report.md)"), std::string::npos) << md;
+  EXPECT_FALSE(hasMarkdownLinkTo(md, "javascript:")) << md;
+}
+
+TEST(Security, JunitIsValidXmlWithTheHostileTextAsData) {
+  const std::string xml = junitForRun(hostileEverywhere());
+  EXPECT_TRUE(strictUtf8(xml));
+  EXPECT_TRUE(xmlCharsOnly(xml));
+  pugi::xml_document doc;
+  const auto parsed = doc.load_string(xml.c_str());
+  ASSERT_TRUE(parsed) << parsed.description();
+  auto suite = doc.child("testsuites").child("testsuite");
+  const std::string name = suite.attribute("name").value();
+  EXPECT_NE(name.find("]]><!-- --><![CDATA["), std::string::npos) << name;
+  EXPECT_NE(name.find("\"'&amp;&"), std::string::npos) << name;
+  const std::string out = suite.child("testcase").child("system-out").child_value();
+  EXPECT_NE(out.find("</script><script>"), std::string::npos);
+  EXPECT_NE(out.find("$(touch /tmp/fl-pwned)"), std::string::npos);
+}
+
+TEST(Security, MarkdownRowsStayRowsAndFencesStayClosed) {
+  const std::string md = markdownForRun(hostileEverywhere());
+  EXPECT_TRUE(strictUtf8(md));
+  for (unsigned char c : md) EXPECT_FALSE(c < 0x20 && c != '\n' && c != '\t') << "control byte " << int(c);
+  std::istringstream in(md);
+  bool in_fence = false;
+  std::string fence;
+  int rows = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (!in_fence && line.rfind("```", 0) == 0) {
+      in_fence = true;
+      fence = line.substr(0, line.find_first_not_of('`'));
+      continue;
+    }
+    if (in_fence) {
+      if (line == fence) in_fence = false;
+      continue;
+    }
+    // Outside fences: no raw HTML of the trainer's, no link, no forged row.
+    EXPECT_EQ(line.find("<script"), std::string::npos) << line;
+    EXPECT_EQ(line.find("<img"), std::string::npos) << line;
+    EXPECT_FALSE(hasMarkdownLinkTo(line, "javascript:")) << line;
+    EXPECT_NE(line.rfind("| forged", 0), 0u) << line;
+    if (line.rfind("| ", 0) != 0) continue;
+    ++rows;
+    // Unescaped pipes: as many as the table's header has.
+    int pipes = 0;
+    for (size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\\') {
+        ++i;
+      } else if (line[i] == '|') {
+        ++pipes;
+      }
+    }
+    EXPECT_TRUE(pipes == 3 || pipes == 5) << pipes << " cells in: " << line.substr(0, 200);
+  }
+  EXPECT_FALSE(in_fence) << "a fence was left open";
+  EXPECT_GT(rows, 6);
 }
 
 }  // namespace

@@ -69,6 +69,43 @@ TEST(Scenario, FaultWithoutRankMeansEveryRank) {
   EXPECT_EQ(s->fault->spec(), "unsharded_data:rank=all:step=1");
 }
 
+TEST(Scenario, InjectAloneIsAFault) {
+  auto s = parseScenarioText(
+      "name = \"x\"\n[stack]\nworld_size = 2\n[fault]\ninject = \"write:ENOSPC:rank=1:after=100;fsync:EIO\"\n"
+      "[expect]\n\"verdict\" = \"pass\"\n",
+      "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  ASSERT_TRUE(s->fault);
+  EXPECT_EQ(s->fault->inject, "write:ENOSPC:rank=1:after=100;fsync:EIO");
+  EXPECT_TRUE(s->fault->kind.empty());
+  auto both = parseScenarioText(
+      "name = \"x\"\n[fault]\nkind = \"straggler\"\nrank = 1\ninject = \"connect:ECONNREFUSED:rank=0\"\n"
+      "[expect]\n\"verdict\" = \"pass\"\n",
+      "s.toml");
+  ASSERT_TRUE(both.has_value()) << both.error().message;
+  EXPECT_EQ(both->fault->kind, "straggler");
+  EXPECT_EQ(both->fault->inject, "connect:ECONNREFUSED:rank=0");
+}
+
+TEST(ScenarioErrors, BadInjectSpecsPointIntoTheString) {
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\ninject = \"write:ENOSPACE\"\n"),
+            "s.toml:3:17: fault.inject: unknown errno 'ENOSPACE', expected an errno name such as ENOSPC, EIO, EDQUOT, "
+            "EROFS, EACCES, ECONNREFUSED, ECONNRESET, ETIMEDOUT (as in write:ENOSPC)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\ninject = \"fsync:EIO;wrte:EIO\"\n"),
+            "s.toml:3:21: fault.inject: unknown call 'wrte', expected one of: write, read, fsync, fdatasync, open, "
+            "connect (as in write:ENOSPC)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 2\n[fault]\ninject = \"write:ENOSPC:rank=2\"\n"),
+            "s.toml:5:10: fault.inject: rank 2 in 'write:ENOSPC:rank=2' is impossible with world_size 2, expected "
+            "0..1 or all");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\ninject = \" \"\n").substr(0, 51),
+            "s.toml:3:10: fault.inject: empty, expected CALL:ERR");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\ninject = 3\n"), "s.toml:3:10: fault.inject: expected a string, got an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\ninject = \"fsync:EIO\"\nrank = 1\n").substr(0, 64),
+            "s.toml:4:8: fault.rank: applies to fault.kind, which is not set;");
+  EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nrank = 1\n"),
+            "s.toml:2:1: [fault]: missing key 'kind' (or 'inject' for system-call faults)");
+}
+
 TEST(ScenarioErrors, SyntaxError) {
   EXPECT_EQ(errorOf("name = \"x\nfoo"),
             "s.toml:1:10: Error while parsing string: unescaped control characters other than TAB (U+0009) are explicitly prohibited");
@@ -81,7 +118,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
             "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
-            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, arg");
+            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, arg, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
             "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s");
 }
@@ -109,6 +146,19 @@ TEST(ScenarioErrors, ImpossibleValues) {
             "s.toml:2:1: [stack]: trainer = \"command\" needs command = [\"program\", ...]");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"hung_collective\"\narg = \"nap\"\n"),
             "s.toml:2:1: [fault]: bad --fault-arg 'nap' for hung_collective, expected one of: sleep, skip");
+}
+
+// Caught by tests/fuzz/scenario_fuzz (range and round-trip checks): TOML's inf and nan passed as limits, and
+// a date/time in [expect] became an expectation of null.
+TEST(ScenarioErrors, NonFiniteLimitsAndDateTimeExpectations) {
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\ndeadline_s = inf\n"),
+            "s.toml:3:14: limits.deadline_s: inf is impossible, expected a positive number of seconds");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\ngrace_s = nan\n"),
+            "s.toml:3:11: limits.grace_s: nan is impossible, expected a positive number of seconds");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"verdict\" = 1979-05-27\n"),
+            "s.toml:3:13: [expect] verdict: a date/time is no report value, expected a string, number, boolean or array");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"findings.kind\" = { contains = [1, 07:32:00] }\n"),
+            "s.toml:3:36: [expect] findings.kind: a date/time is no report value, expected a string, number, boolean or array");
 }
 
 TEST(ScenarioErrors, UnknownFaultKind) {

@@ -42,6 +42,28 @@ TEST(CollectiveTracker, RankFieldWinsOverFileRank) {
   EXPECT_FALSE(t.openCollective(5));
 }
 
+TEST(CollectiveTracker, OnlyTopLevelFieldsCountAndTypesMustMatch) {
+  CollectiveTracker t;
+  // Nested objects and arrays carry fields of the same names: they are not the event's.
+  t.onLine(9, R"({"t":1796048543654988505,"ev":"collective_begin","x":{"rank":7,"ev":"exit","seq":99},)"
+              R"("stack":[{"op":"broadcast"}],"rank":1,"op":"allreduce","seq":2})");
+  ASSERT_TRUE(t.openCollective(1));
+  EXPECT_EQ(t.openCollective(1)->op, "allreduce");
+  EXPECT_EQ(t.openCollective(1)->seq, 2);
+  EXPECT_EQ(t.openCollective(1)->t_ns, 1796048543654988505);
+  EXPECT_FALSE(t.openCollective(7));
+  // An "ev" that is no string, last value winning as in a JSON object, is malformed.
+  t.onLine(0, R"({"ev":"collective_begin","ev":3,"rank":0})");
+  t.onLine(0, R"([{"ev":"collective_begin"}])");
+  t.onLine(0, R"({"ev":"collective_begin","rank":0} trailing)");
+  EXPECT_EQ(t.malformedLines(), 3u);
+  EXPECT_FALSE(t.openCollective(0));
+  // A rank that is no integer is ignored: the file's rank is used.
+  t.onLine(4, R"({"ev":"collective_begin","rank":"two","op":"barrier","seq":0.5})");
+  ASSERT_TRUE(t.openCollective(4));
+  EXPECT_EQ(t.openCollective(4)->seq, -1);
+}
+
 TEST(EventsFollower, DeliversCompleteLinesAndKeepsThePartialOne) {
   faultline::testing::TempDir dir;
   const std::string path = dir / "events.jsonl";

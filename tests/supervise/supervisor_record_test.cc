@@ -30,6 +30,7 @@ SupervisorRecord sample() {
   r.teardown.signals.push_back({13, std::nullopt, "SIGKILL", 700});
   r.teardown.stack_dumps.push_back({0, 11, "gdb", "/run/ranks/0/stacks.txt", true});
   r.process_exits.push_back({12, 1, 500, 3, std::nullopt, "train"});
+  r.harness_fds = HarnessFds{5, 5};
   return r;
 }
 
@@ -41,9 +42,22 @@ TEST(SupervisorRecord, RoundTripsThroughJson) {
   EXPECT_EQ(j["ranks"][0]["signal"], "SIGTERM");
   EXPECT_TRUE(j["ranks"][0]["exit_code"].is_null());
   EXPECT_EQ(j["teardown"]["escalation"], "sigkill");
+  EXPECT_EQ(j["harness_fds"]["after"], 5);
   auto back = supervisorRecordFromJson(j);
   ASSERT_TRUE(back) << back.error().str();
   EXPECT_EQ(toJson(*back), j);
+}
+
+TEST(SupervisorRecord, HarnessFdsAreOptional) {
+  auto j = toJson(sample());
+  j.erase("harness_fds");
+  auto back = supervisorRecordFromJson(j);
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_FALSE(back->harness_fds);
+  j["harness_fds"] = {{"before", 4}};
+  back = supervisorRecordFromJson(j);
+  ASSERT_FALSE(back);
+  EXPECT_EQ(back.error().context, "$.harness_fds.after");
 }
 
 TEST(SupervisorRecord, BuiltinHasNullLauncherProcess) {

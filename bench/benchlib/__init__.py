@@ -1,0 +1,1 @@
+"""Pieces of bench/run: process probes, one module per group of measures, the table."""

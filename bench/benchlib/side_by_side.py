@@ -1,0 +1,211 @@
+"""faultline's builtin launcher and /usr/bin/torchrun on the same ranks, one
+repetition after the other: crash detection and teardown on the hostile
+fixture (tests/fixtures/hostile/hostile.c), a hung collective of the reference
+trainer, launch of 8 trivial ranks, and supervision CPU with 64 idle ranks.
+
+Ranks stamp CLOCK_REALTIME into $FAULTLINE_RUN_DIR/stamp-R-{exit,term} just
+before they exit or when SIGTERM reaches them, so latencies run from the moment
+the failing rank really exited, for both launchers alike. "Reaped" is when a
+rank's /proc entry disappeared, polled every millisecond by the same poller
+for both launchers (faultline's own record, supervisor.json, is kept beside it).
+"""
+import json
+import os
+import time
+
+from benchlib.procs import Watched, children, stamp, torchrun_cmd, schedstat_ns
+
+
+def ms(ns):
+    return None if ns is None else ns / 1e6
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def _fl_rank_pids(run_dir):
+    return {r["pid"] for r in _load(os.path.join(run_dir, "supervisor.json"))["ranks"]}
+
+
+def crash(t, reps):
+    """4 ranks; rank 1 exits 1 after 0.5 s, the others end on SIGTERM (cooperative)."""
+    argv = [t.hostile, "delay=0.5", "1=stamp-exit:1", "*=stamp-term:60"]
+    out = {"faultline": [], "torchrun": []}
+    for i in range(reps):
+        d = t.work(f"fl-crash-{i}")
+        w = Watched([t.faultline, "exec", "--nproc", "4", "--grace", "3", "-o", d, "--"] + argv, reap_poll=True,
+                    sample_every=None, slow_every=None)
+        w.wait(timeout=120)
+        sup = _load(os.path.join(d, "supervisor.json"))
+        t0 = stamp(d, 1, "exit")
+        r1 = [r for r in sup["ranks"] if r["rank"] == 1][0]
+        terms = [x for x in (stamp(d, r, "term") for r in (0, 2, 3)) if x]
+        pids = {r["pid"] for r in sup["ranks"]}
+        reaped = [ns for pid, ns in w.reaped_ns.items() if pid in pids]
+        out["faultline"].append({
+            "detect_ms": ms(r1["exit_ns"] - t0),
+            "term_delivered_ms": ms(min(terms) - t0) if terms else None,
+            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 4 else None,
+            "all_reaped_record_ms": ms(max(r["exit_ns"] for r in sup["ranks"]) - t0),
+            "launcher_returned_ms": ms(w.t_end_ns - t0),
+        })
+        d = t.work(f"tr-crash-{i}")
+        w = Watched(torchrun_cmd(4, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                    reap_poll=True, sample_every=None, slow_every=None)
+        w.wait(timeout=120)
+        t0 = stamp(d, 1, "exit")
+        terms = [x for x in (stamp(d, r, "term") for r in (0, 2, 3)) if x]
+        reaped = list(w.reaped_ns.values())
+        out["torchrun"].append({
+            "detect_ms": None,  # torchrun has no observable "noticed" moment before it signals
+            "term_delivered_ms": ms(min(terms) - t0) if terms else None,
+            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 4 else None,
+            "launcher_returned_ms": ms(w.t_end_ns - t0),
+        })
+    return out
+
+
+def term_ignoring(t, reps, grace_s=1):
+    """2 ranks; rank 1 exits 1, rank 0 ignores SIGTERM: faultline ends it after
+    --grace; torchrun after its own fixed 30 s before SIGKILL."""
+    argv = [t.hostile, "delay=0.3", "1=stamp-exit:1", "*=ignore-term:60"]
+    out = {"faultline": [], "torchrun": [], "grace_s": grace_s}
+    for i in range(reps):
+        d = t.work(f"fl-term-{i}")
+        w = Watched([t.faultline, "exec", "--nproc", "2", "--grace", str(grace_s), "-o", d, "--"] + argv,
+                    reap_poll=True, sample_every=None, slow_every=None)
+        w.wait(timeout=120)
+        t0 = stamp(d, 1, "exit")
+        pids = _fl_rank_pids(d)
+        reaped = [ns for pid, ns in w.reaped_ns.items() if pid in pids]
+        sup = _load(os.path.join(d, "supervisor.json"))
+        out["faultline"].append({
+            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 2 else None,
+            "all_reaped_record_ms": ms(max(r["exit_ns"] for r in sup["ranks"]) - t0),
+        })
+        if t.skip_slow_torchrun:
+            continue
+        d = t.work(f"tr-term-{i}")
+        w = Watched(torchrun_cmd(2, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                    reap_poll=True, sample_every=None, slow_every=None)
+        w.wait(timeout=180)
+        t0 = stamp(d, 1, "exit")
+        reaped = list(w.reaped_ns.values())
+        out["torchrun"].append({"all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 2 and t0 else None})
+    return out
+
+
+def _fault_t(events_path):
+    """t of the first `fault` event: the moment the laggard stopped taking part."""
+    try:
+        with open(events_path) as f:
+            for line in f:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                if e.get("ev") == "fault":
+                    return e["t"]
+    except OSError:
+        pass
+    return None
+
+
+def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
+    """Reference trainer, rank 1 never enters the step-3 gradient all-reduce.
+    Both launchers run the trainer with the same --collective-timeout (Gloo's
+    timeout in the waiting peers). faultline: from the fault to `faultline exec`
+    returning with a report whose root cause names rank 1 (hang timeout
+    `hang_timeout_s`, gdb stacks of the stuck ranks included). torchrun: from
+    the fault to torchrun returning (the peers' Gloo timeout, then its monitor)."""
+    args = [t.trainer, "--steps", "10", "--hidden", "16", "--collective-timeout", str(collective_timeout_s),
+            "--fault", "hung_collective", "--fault-rank", "1", "--fault-step", "3"]
+    out = {"faultline": [], "torchrun": [], "collective_timeout_s": collective_timeout_s,
+           "hang_timeout_s": hang_timeout_s, "world": world}
+    for i in range(reps):
+        d = t.work(f"fl-hang-{i}")
+        w = Watched([t.faultline, "exec", "--nproc", str(world), "--hang-timeout", str(hang_timeout_s),
+                     "--deadline", "120", "-o", d, "--"] + args, sample_every=None, slow_every=None)
+        w.wait(timeout=180)
+        t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
+        rc = _load(os.path.join(d, "report.json")).get("root_cause") or {}
+        named = rc.get("kind") == "hung_collective" and rc.get("rank") == 1
+        out["faultline"].append({"report_ms": ms(w.t_end_ns - t0) if t0 and named else None,
+                                 "root_cause": [rc.get("kind"), rc.get("rank")]})
+        d = t.work(f"tr-hang-{i}")
+        env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
+        w = Watched(torchrun_cmd(world, os.path.join(d, "logs"), args), env=env, sample_every=None, slow_every=None)
+        w.wait(timeout=180)
+        t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
+        out["torchrun"].append({"ended_ms": ms(w.t_end_ns - t0) if t0 else None, "exit_code": w.returncode})
+    return out
+
+
+def launch8(t, reps, nproc=8):
+    """nproc ranks of /bin/true, process start to launcher exit; the floor is a
+    bare posix_spawn x nproc + waitpid from this script."""
+    out = {"floor": [], "faultline": [], "faultline_cpu": [], "faultline_no_instrument": [], "torchrun": []}
+    for i in range(reps):
+        t0 = time.monotonic_ns()
+        pids = [os.posix_spawn("/bin/true", ["/bin/true"], os.environ) for _ in range(nproc)]
+        for p in pids:
+            os.waitpid(p, 0)
+        out["floor"].append(ms(time.monotonic_ns() - t0))
+        d = t.work(f"fl-launch-{i}")
+        w = Watched([t.faultline, "exec", "--nproc", str(nproc), "-o", d, "--", "/bin/true"], sample_every=None,
+                    slow_every=None)
+        w.wait(timeout=60)
+        out["faultline"].append(w.wall_s * 1e3)
+        out["faultline_cpu"].append(None if w.main_thread_cpu_ns is None else w.main_thread_cpu_ns / 1e6)
+        # Without the black-box instruments (LD_PRELOAD interposer, Python shim) in every rank.
+        w = Watched([t.faultline, "exec", "--no-instrument", "--nproc", str(nproc), "-o", d, "--", "/bin/true"],
+                    sample_every=None, slow_every=None)
+        w.wait(timeout=60)
+        out["faultline_no_instrument"].append(w.wall_s * 1e3)
+        d = t.work(f"tr-launch-{i}")
+        w = Watched(torchrun_cmd(nproc, d, ["/bin/true"]), sample_every=None, slow_every=None)
+        w.wait(timeout=120)
+        out["torchrun"].append(w.wall_s * 1e3)
+    return out
+
+
+def idle_cpu(t, reps, nranks=64, settle_s=2.0, window_s=2.0, start_limit_s=120):
+    """Launcher CPU (all its threads, nanoseconds from schedstat) while nranks
+    ranks sleep, in `reps` consecutive windows once every rank has started and
+    `settle_s` more have passed: % of one core per window."""
+    out = {}
+    for name in ("faultline", "torchrun"):
+        d = t.work(f"{name}-idle")
+        # The ranks sleep until the windows are over, however long start-up took.
+        argv = [t.hostile, f"*=sleep:{start_limit_s + settle_s + reps * window_s}"]
+        if name == "faultline":
+            cmd = [t.faultline, "exec", "--nproc", str(nranks), "-o", d, "--"] + argv
+        else:
+            cmd = torchrun_cmd(nranks, os.path.join(d, "logs"), argv)
+        w = Watched(cmd, env=dict(os.environ, FAULTLINE_RUN_DIR=d), sample_every=None, slow_every=None)
+        deadline = time.monotonic() + start_limit_s
+        while len([c for c in children(w.proc.pid) if _is_hostile(c)]) < nranks and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(settle_s)
+        windows = []
+        for _ in range(reps):
+            c0, t0 = schedstat_ns(w.proc.pid), time.monotonic_ns()
+            time.sleep(window_s)
+            c1, t1 = schedstat_ns(w.proc.pid), time.monotonic_ns()
+            if c0 is not None and c1 is not None:
+                windows.append(100.0 * (c1 - c0) / (t1 - t0))
+        # The windows are measured: end the sleeping ranks instead of waiting them out.
+        w.proc.terminate()
+        w.wait(timeout=120)
+        out[name] = windows
+    return out
+
+
+def _is_hostile(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip() == "fl_hostile"
+    except OSError:
+        return False

@@ -1,0 +1,120 @@
+"""faultline's Python shim: sees inside unmodified Python trainers.
+
+Armed when the harness gave the process a place for events
+(FAULTLINE_EVENTS or FAULTLINE_EVENTS_DIR, CONTRACT.md section 2). Active in
+a process that is a rank: RANK is set (and its parent is not a Python
+process of the same rank: DataLoader workers and other helpers a rank starts
+inherit RANK but are not ranks), or it is process i of
+torch.multiprocessing.spawn. An active shim writes the rank's events:
+start, pg_init / pg_destroy, collective_begin / collective_end, step_begin /
+step_end, samples, fingerprint, error (docs/BLACKBOX.md says what each means
+and where it comes from), dumps every thread's stack into ranks/R/stacks.txt
+on SIGUSR1, and writes the torchelastic error file of an uncaught exception.
+
+Everything torch-related is patched when torch imports it, never by
+importing torch here. Nothing in the shim may change what the trainer does:
+every patch passes arguments, results and exceptions through, and every
+failure inside the shim is swallowed.
+"""
+import os
+
+from . import _imports, _state
+
+_stacks_file = None  # kept open: faulthandler writes to its descriptor
+
+
+def _parse_rank(text):
+    if text is None or not text.isdigit():
+        return None
+    return int(text)
+
+
+def _parent_is_same_rank(rank):
+    """A Python parent carrying the same RANK: this is its helper, not a rank."""
+    ppid = os.getppid()
+    try:
+        exe = os.path.basename(os.readlink("/proc/%d/exe" % ppid))
+        if not exe.startswith("python"):
+            return False
+        with open("/proc/%d/environ" % ppid, "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return False
+    return ("RANK=%d" % rank).encode() in env
+
+
+def _events_path(rank, spawned):
+    if not spawned and os.environ.get("FAULTLINE_EVENTS"):
+        return os.environ["FAULTLINE_EVENTS"]
+    events_dir = os.environ.get("FAULTLINE_EVENTS_DIR")
+    if not events_dir:
+        return None
+    return os.path.join(events_dir, str(rank), "events.jsonl")
+
+
+def _register_stack_dump(rank_dir):
+    """SIGUSR1 -> every thread's Python stack into ranks/R/stacks.txt: the
+    teardown's stack request, which it sends only where a handler is installed."""
+    global _stacks_file
+    import faulthandler
+    import signal
+
+    _stacks_file = open(os.path.join(rank_dir, "stacks.txt"), "a")
+    faulthandler.register(signal.SIGUSR1, file=_stacks_file, all_threads=True)
+
+
+def _patch_torch():
+    from . import _data, _ddp, _dist, _steps
+
+    _imports.when_imported("torch.distributed.distributed_c10d", _dist.patch_c10d)
+    _imports.when_imported("torch.distributed", _dist.patch_dist)
+    _imports.when_imported("torch.autograd", _ddp.patch_autograd)
+    _imports.when_imported("torch.nn.parallel.distributed", _ddp.patch)
+    _imports.when_imported("torch.optim.optimizer", _steps.patch)
+    _imports.when_imported("torch.utils.data.distributed", _data.patch_distributed_sampler)
+    _imports.when_imported("torch.utils.data.dataloader", _data.patch_dataloader)
+
+
+def activate(rank, spawned=False):
+    """Makes this process rank `rank`: events, stack dumps, hooks, patches."""
+    if _state.recorder is not None:
+        return
+    path = _events_path(rank, spawned)
+    if path is None:
+        return
+    from . import _errors, _events
+
+    rec = _events.Recorder(rank, path)
+    _state.recorder = rec
+    fields = {}
+    world = _parse_rank(os.environ.get("WORLD_SIZE"))
+    if world is not None and not spawned:
+        fields["world_size"] = world
+    rec.emit("start", **fields)
+    try:
+        _register_stack_dump(rec.rank_dir)
+    except Exception:  # noqa: BLE001
+        pass
+    _errors.install()
+    _patch_torch()
+
+
+def _activate_spawned(rank):
+    activate(rank, spawned=True)
+
+
+def boot():
+    """Called by sitecustomize at start-up."""
+    if not os.environ.get("FAULTLINE_EVENTS") and not os.environ.get("FAULTLINE_EVENTS_DIR"):
+        return
+    from . import _spawn
+
+    # Any Python process of the run may start torch.multiprocessing.spawn children.
+    _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned))
+    rank = _parse_rank(os.environ.get("RANK"))
+    if rank is None or _parent_is_same_rank(rank):
+        return
+    activate(rank)
+
+
+__all__ = ["activate", "boot"]

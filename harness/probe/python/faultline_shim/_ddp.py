@@ -1,0 +1,131 @@
+"""DistributedDataParallel: the parameter fingerprint before DDP's broadcast,
+and DDP's gradient all-reduce as one collective per backward pass.
+
+Fingerprint: DDP's constructor broadcasts rank 0's parameters, which hides a
+seed mismatch from then on; the shim hashes the module's parameters as they
+come in (blake2b-64 over each parameter's bytes, in parameters() order), the
+`fingerprint` event with what=params, step=0.
+
+Gradient all-reduce: DDP's Reducer all-reduces the gradient buckets from
+C++, during backward(), out of Python's sight. The shim does not reach into
+it (a communication hook would change what DDP runs: a Python hook's
+tensors carry Python objects that Gloo's threads then release, which can
+deadlock a trainer at exit, and its errors read differently). It brackets
+the backward pass instead: after a DDP forward that asked for gradient sync
+(autograd on, not under no_sync()), the next torch.autograd.backward is
+recorded as one allreduce on DDP's process group, numel = the gradients'
+elements, begun when backward starts and ended when it returns. A rank that
+never calls backward, or waits in it for a peer that died or never came,
+reads as such; the time inside it counts as collective time, so a straggler
+slow in its backward compute is not told from one waiting for its peers.
+"""
+import ctypes
+import functools
+import hashlib
+import threading
+import weakref
+
+from . import _dist, _state, _steps
+
+_pending = threading.local()  # .sync: (op fields) of the gradient sync the next backward does
+_grads = weakref.WeakKeyDictionary()  # DDP module -> (numel, dtype) of its gradients
+
+
+def _param_bytes(p):
+    t = p.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    t = t.contiguous()
+    n = t.numel() * t.element_size()
+    return ctypes.string_at(t.data_ptr(), n) if n else b""
+
+
+def fingerprint(module):
+    h = hashlib.blake2b(digest_size=8)
+    for p in module.parameters():
+        h.update(_param_bytes(p))
+    return h.hexdigest()
+
+
+def _expect_sync(ddp):
+    """After a DDP forward: the next backward all-reduces this module's gradients."""
+    import torch
+
+    if not torch.is_grad_enabled() or not ddp.require_backward_grad_sync:
+        return
+    grads = _grads.get(ddp)
+    if grads is None:
+        grads = _grads[ddp] = _dist.describe_tensor([p for p in ddp.module.parameters() if p.requires_grad])
+    numel, dtype = grads
+    key, extra = _dist._group_key(ddp.process_group)
+    if key is None:
+        return
+    _pending.sync = (key, numel, dtype, extra)
+
+
+def _wrap_backward(orig):
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        rec = _state.recorder
+        sync = getattr(_pending, "sync", None)
+        if rec is None or sync is None:
+            return orig(*args, **kwargs)
+        _pending.sync = None
+        try:
+            key, numel, dtype, extra = sync
+            seq, extra = _dist.numbered(key, extra)
+            rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra)
+        except Exception:  # noqa: BLE001
+            return orig(*args, **kwargs)
+        result = orig(*args, **kwargs)  # raises: no collective_end (it never completed)
+        rec.collective("collective_end", "allreduce", seq, numel, dtype, extra)
+        return result
+
+    backward.__faultline_wrapped__ = orig
+    return backward
+
+
+def patch_autograd(module):
+    """torch.autograd: Tensor.backward() calls torch.autograd.backward by name."""
+    orig = getattr(module, "backward", None)
+    if orig is not None and not hasattr(orig, "__faultline_wrapped__"):
+        module.backward = _wrap_backward(orig)
+
+
+def patch(module):
+    """torch.nn.parallel.distributed, right after it ran."""
+    DDP = module.DistributedDataParallel
+    if getattr(DDP, "__faultline_patched__", False):
+        return
+    orig_init = DDP.__init__
+    orig_forward = DDP.forward
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        rec = _state.recorder
+        if rec is not None:
+            try:
+                module_arg = args[0] if args else kwargs.get("module")
+                rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module_arg))
+            except Exception:  # noqa: BLE001
+                pass
+        orig_init(self, *args, **kwargs)
+
+    @functools.wraps(orig_forward)
+    def forward(self, *args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                _steps.on_ddp_forward(self)
+            except Exception:  # noqa: BLE001
+                pass
+        out = orig_forward(self, *args, **kwargs)
+        if _state.recorder is not None:
+            try:
+                _expect_sync(self)
+            except Exception:  # noqa: BLE001
+                pass
+        return out
+
+    DDP.__init__ = __init__
+    DDP.forward = forward
+    DDP.__faultline_patched__ = True

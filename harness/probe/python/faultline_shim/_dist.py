@@ -1,0 +1,353 @@
+"""torch.distributed collectives as collective_begin / collective_end events.
+
+Each wrapped function keeps its signature, return value and exceptions; the
+wrapper only numbers the call (seq: in call order on the default group,
+which is the same on every rank of a correct program; a subgroup's calls
+count in group_seq) and writes one line before and one after. A collective that raises gets no collective_end: it never
+completed, and a rank blocked in it until a timeout must still read as
+waiting there. async_op=True calls end when their Work's future completes.
+
+Point-to-point send/recv involve two ranks, not the group, so they carry the
+peer and no seq (numbering them would shift every later collective's seq on
+the ranks that took part). isend/irecv are not recorded: Gloo's send/recv
+Work has no future to say when they end.
+"""
+import functools
+import inspect
+import itertools
+import os
+import sys
+import threading
+
+from . import _state
+
+# name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
+_COLLECTIVES = {
+    "all_reduce": ("allreduce", "tensor", None),
+    "all_reduce_coalesced": ("allreduce_coalesced", "tensors", None),
+    "broadcast": ("broadcast", "tensor", None),
+    "reduce": ("reduce", "tensor", None),
+    "all_gather": ("allgather", "tensor", None),
+    "all_gather_into_tensor": ("allgather", "input_tensor", None),
+    "_all_gather_base": ("allgather", "input_tensor", None),
+    "gather": ("gather", "tensor", None),
+    "scatter": ("scatter", "tensor", None),
+    "reduce_scatter": ("reduce_scatter", "output", None),
+    "reduce_scatter_tensor": ("reduce_scatter", "input", None),
+    "_reduce_scatter_base": ("reduce_scatter", "input", None),
+    "all_to_all": ("alltoall", "input_tensor_list", None),
+    "all_to_all_single": ("alltoall", "input", None),
+    "barrier": ("barrier", None, None),
+    "send": ("send", "tensor", "dst"),
+    "recv": ("recv", "tensor", "src"),
+}
+
+_c10d = None            # torch.distributed.distributed_c10d, once patched
+_local = threading.local()  # .busy: inside a wrapped call (nested calls are not recorded again)
+_counters = {}          # group key -> itertools.count
+_labels = {}            # id(group) -> ',"group":"0,2"' for non-default groups
+
+
+def _initialized():
+    return _c10d is not None and _c10d.GroupMember.WORLD is not None
+
+
+def _group_key(group):
+    """(key, extra fields) for a group argument; None when this rank is not in it."""
+    if group is None or group is _c10d.GroupMember.WORLD:
+        return 0, ""
+    if group is _c10d.GroupMember.NON_GROUP_MEMBER:
+        return None, ""
+    key = id(group)
+    extra = _labels.get(key)
+    if extra is None:
+        try:
+            ranks = sorted(_c10d._pg_group_ranks[group].keys())
+            extra = ',"group":"%s"' % ",".join(str(r) for r in ranks)
+        except Exception:  # noqa: BLE001
+            extra = ',"group":"%x"' % key
+        _labels[key] = extra
+    return key, extra
+
+
+def next_seq(key):
+    counter = _counters.get(key)
+    if counter is None:
+        counter = _counters.setdefault(key, itertools.count())
+    return next(counter)
+
+
+def numbered(key, extra):
+    """(seq, extra) for a call on group `key`. The hang and mismatch analysis
+    reads one sequence per rank, so only the default group's calls carry
+    `seq`; a subgroup's carry their own count as `group_seq` (ranks in
+    different subgroups would otherwise pair calls that have nothing to do
+    with each other)."""
+    n = next_seq(key)
+    if key == 0:
+        return n, extra
+    return None, extra + ',"group_seq":%d' % n
+
+
+def describe_tensor(t):
+    """(numel, dtype) of a tensor or a list of tensors; (0, "") for anything else."""
+    try:
+        if isinstance(t, (list, tuple)):
+            if not t:
+                return 0, ""
+            return sum(x.numel() for x in t), str(t[0].dtype).replace("torch.", "")
+        return t.numel(), str(t.dtype).replace("torch.", "")
+    except Exception:  # noqa: BLE001
+        return 0, ""
+
+
+def is_gloo(group):
+    try:
+        return str(_c10d.get_backend(group)) == "gloo"
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class _GlooWaiter:
+    """Waits for async Gloo Works on a thread of the shim's own.
+
+    A Python callback on a Gloo future (Future.then) runs on a Gloo worker
+    thread and needs the GIL there, also to be destroyed; a trainer whose
+    last reference to the process group goes away while it holds the GIL
+    (DDP's Reducer at exit) joins that worker and deadlocks (the kind of hang
+    pytorch/pytorch#56297 is). So the shim never puts Python on Gloo's
+    threads: this daemon thread calls Work.wait(), which releases the GIL,
+    and writes collective_end when it returns."""
+
+    def __init__(self):
+        import queue
+
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="faultline-shim-waiter", daemon=True)
+        self._thread.start()
+
+    def watch(self, work, on_done):
+        self._queue.put((work, on_done))
+
+    def _run(self):
+        while True:
+            work, on_done = self._queue.get()
+            try:
+                work.wait()
+            except Exception:  # noqa: BLE001  failed: it never ended
+                continue
+            finally:
+                work = None
+            try:
+                on_done()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+_waiter = None
+_waiter_lock = threading.Lock()
+
+
+def _forget_waiter():
+    """In a forked child: the waiter's thread did not come along, and the lock may be held."""
+    global _waiter, _waiter_lock
+    _waiter = None
+    _waiter_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_waiter)
+
+
+def _gloo_waiter():
+    global _waiter
+    with _waiter_lock:
+        if _waiter is None:
+            _waiter = _GlooWaiter()
+    return _waiter
+
+
+def end_when_done(rec, work, group, op, seq, numel, dtype, extra):
+    """collective_end once an async Work completes (never if it fails).
+    False when there is no way to see it complete."""
+
+    def end():
+        rec.collective("collective_end", op, seq, numel, dtype, extra)
+
+    if is_gloo(group):
+        _gloo_waiter().watch(work, end)
+        return True
+    # NCCL and others complete the future when the work is enqueued, on the
+    # calling thread: the callback runs right here (CUDA-stream semantics).
+    try:
+        fut = work.get_future()
+    except Exception:  # noqa: BLE001
+        return False
+
+    def done(f):
+        try:
+            f.wait()
+        except Exception:  # noqa: BLE001
+            return None
+        end()
+        return None
+
+    fut.then(done)
+    return True
+
+
+def _wrap(orig, op, tensor_param, peer_param):
+    params = list(inspect.signature(orig).parameters)
+    t_idx = params.index(tensor_param) if tensor_param else None
+    g_idx = params.index("group")
+    a_idx = params.index("async_op") if "async_op" in params else None
+    p_idx = params.index(peer_param) if peer_param else None
+
+    def arg(args, kwargs, idx, name, default=None):
+        if idx is not None and idx < len(args):
+            return args[idx]
+        return kwargs.get(name, default)
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        rec = _state.recorder
+        if rec is None or getattr(_local, "busy", False) or not _initialized():
+            return orig(*args, **kwargs)
+        try:
+            key, extra = _group_key(arg(args, kwargs, g_idx, "group"))
+            if key is None:  # not a member: the call does nothing
+                return orig(*args, **kwargs)
+            numel, dtype = describe_tensor(arg(args, kwargs, t_idx, tensor_param)) if tensor_param else (0, "")
+            is_async = bool(arg(args, kwargs, a_idx, "async_op", False)) if a_idx is not None else False
+            if peer_param:
+                seq = None
+                peer = arg(args, kwargs, p_idx, peer_param)
+                extra += ',"peer":%d' % peer if isinstance(peer, int) else ""
+            else:
+                seq, extra = numbered(key, extra)
+        except Exception:  # noqa: BLE001
+            return orig(*args, **kwargs)
+        group = arg(args, kwargs, g_idx, "group")
+        if not is_async:
+            rec.collective("collective_begin", op, seq, numel, dtype, extra)
+        _local.busy = True
+        try:
+            result = orig(*args, **kwargs)
+        finally:
+            _local.busy = False
+        if not is_async:
+            rec.collective("collective_end", op, seq, numel, dtype, extra)
+        elif result is not None:
+            # Recorded only when its end can be seen too: an open collective_begin means "waiting".
+            try:
+                rec.collective("collective_begin", op, seq, numel, dtype, extra)
+                if not end_when_done(rec, result, group, op, seq, numel, dtype, extra):
+                    rec.collective("collective_end", op, seq, numel, dtype, extra + ',"unobserved":true')
+            except Exception:  # noqa: BLE001
+                pass
+        return result
+
+    wrapper.__faultline_wrapped__ = orig
+    return wrapper
+
+
+def _wrap_plain(orig, op, tensors_at):
+    """The C++ functions DDP calls through torch.distributed's namespace:
+    _broadcast_coalesced(group, tensors, ...) and
+    _verify_params_across_processes(group, tensors, ...). Synchronous."""
+
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        rec = _state.recorder
+        if rec is None or getattr(_local, "busy", False) or not _initialized() or len(args) <= tensors_at:
+            return orig(*args, **kwargs)
+        try:
+            key, extra = _group_key(args[0])
+            if key is None:
+                return orig(*args, **kwargs)
+            numel, dtype = describe_tensor(args[tensors_at])
+            seq, extra = numbered(key, extra)
+        except Exception:  # noqa: BLE001
+            return orig(*args, **kwargs)
+        rec.collective("collective_begin", op, seq, numel, dtype, extra)
+        _local.busy = True
+        try:
+            result = orig(*args, **kwargs)
+        finally:
+            _local.busy = False
+        rec.collective("collective_end", op, seq, numel, dtype, extra)
+        return result
+
+    wrapper.__faultline_wrapped__ = orig
+    return wrapper
+
+
+def _wrap_init(orig):
+    @functools.wraps(orig)
+    def init_process_group(*args, **kwargs):
+        result = orig(*args, **kwargs)
+        rec = _state.recorder
+        if rec is not None:
+            try:
+                rec.emit("pg_init", backend=str(_c10d.get_backend()))
+            except Exception:  # noqa: BLE001
+                pass
+        return result
+
+    init_process_group.__faultline_wrapped__ = orig
+    return init_process_group
+
+
+def _wrap_destroy(orig):
+    @functools.wraps(orig)
+    def destroy_process_group(group=None):
+        rec = _state.recorder
+        backend = None
+        if rec is not None and group is None and _initialized():
+            try:
+                backend = str(_c10d.get_backend())
+            except Exception:  # noqa: BLE001
+                backend = None
+        result = orig(group)
+        if backend is not None:
+            rec.emit("pg_destroy", backend=backend)
+            # Subgroups died with it and their ids may come back; the default
+            # group keeps counting, so no seq is used twice in one events file.
+            for key in [k for k in _counters if k != 0]:
+                del _counters[key]
+            _labels.clear()
+        return result
+
+    destroy_process_group.__faultline_wrapped__ = orig
+    return destroy_process_group
+
+
+def _replace(module, name, wrapper_for):
+    orig = getattr(module, name, None)
+    if orig is None or hasattr(orig, "__faultline_wrapped__"):
+        return
+    setattr(module, name, wrapper_for(orig))
+
+
+def patch_c10d(module):
+    """torch.distributed.distributed_c10d, right after it ran: torch.distributed
+    re-exports these names next, so both namespaces get the wrappers."""
+    global _c10d
+    _c10d = module
+    for name, (op, tensor_param, peer_param) in _COLLECTIVES.items():
+        _replace(module, name, lambda orig, op=op, t=tensor_param, p=peer_param: _wrap(orig, op, t, p))
+    _replace(module, "init_process_group", _wrap_init)
+    _replace(module, "destroy_process_group", _wrap_destroy)
+    # Anything that took the originals already (imported before us) gets them too.
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None:
+        for name in list(_COLLECTIVES) + ["init_process_group", "destroy_process_group"]:
+            wrapped = getattr(module, name, None)
+            current = getattr(dist, name, None)
+            if wrapped is not None and getattr(wrapped, "__faultline_wrapped__", None) is current:
+                setattr(dist, name, wrapped)
+
+
+def patch_dist(module):
+    """torch.distributed: the C++ collectives DDP's constructor and buffer sync call."""
+    _replace(module, "_broadcast_coalesced", lambda orig: _wrap_plain(orig, "broadcast", 1))
+    _replace(module, "_verify_params_across_processes", lambda orig: _wrap_plain(orig, "verify_params", 1))

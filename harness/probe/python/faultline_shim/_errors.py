@@ -1,0 +1,111 @@
+"""Uncaught exceptions as `error` events and torchelastic error files.
+
+The hooks wrap whatever sys.excepthook and threading.excepthook were when
+the shim started (Debian's apport hook, a user's sitecustomize) and always
+call them afterwards, so output and exit status stay what they were.
+"""
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+
+from . import _state
+
+
+def _frames(tb):
+    return traceback.extract_tb(tb) if tb is not None else []
+
+
+def _user_frame(frames):
+    """The innermost frame of the user's code, else the innermost frame."""
+    for f in reversed(frames):
+        if not _state.is_library_file(f.filename) and f.lineno:
+            return f
+    return frames[-1] if frames else None
+
+
+def _stack(frames):
+    # Innermost first, as native backtraces are: "function (file:line)".
+    return ["%s (%s:%d)" % (f.name, f.filename, f.lineno or 0) for f in reversed(frames)]
+
+
+def record(etype, value, tb, thread=None, error_file=True):
+    """Writes the error event (and, for a fatal one, the error file)."""
+    rec = _state.recorder
+    if rec is None or etype is None or issubclass(etype, SystemExit):
+        return
+    frames = _frames(tb)
+    where = _user_frame(frames)
+    fields = {
+        "kind": "python_exception",
+        "type": etype.__name__,
+        "message": str(value) if value is not None else "",
+        "file": where.filename if where else "",
+        "line": (where.lineno or 0) if where else 0,
+        "stack": _stack(frames),
+    }
+    if thread is not None:
+        fields["thread"] = thread
+    rec.emit("error", **fields)
+    if error_file:
+        _write_error_file(rec, etype, value, tb)
+
+
+def _write_error_file(rec, etype, value, tb):
+    """torchelastic's format (ErrorHandler.record_exception, torch 1.13), unless
+    the trainer's own @record already wrote the file."""
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE") or os.path.join(rec.rank_dir, "error.json")
+    if os.path.exists(path):
+        return
+    data = {
+        "message": {
+            "message": "%s: %s" % (etype.__name__, value),
+            "extraInfo": {
+                "py_callstack": "".join(traceback.format_exception(etype, value, tb)),
+                "timestamp": str(int(time.time())),
+            },
+        }
+    }
+    try:
+        with open(path, "w") as fp:
+            json.dump(data, fp)
+    except OSError:
+        pass
+
+
+def install():
+    previous = sys.excepthook
+
+    def excepthook(etype, value, tb):
+        try:
+            record(etype, value, tb)
+        except Exception:  # noqa: BLE001
+            pass
+        previous(etype, value, tb)
+
+    sys.excepthook = excepthook
+
+    previous_thread = threading.excepthook
+
+    def thread_excepthook(args):
+        try:
+            # A thread's exception does not end the process: an event, no error file.
+            name = args.thread.name if args.thread is not None else ""
+            record(args.exc_type, args.exc_value, args.exc_traceback, thread=name, error_file=False)
+        except Exception:  # noqa: BLE001
+            pass
+        previous_thread(args)
+
+    threading.excepthook = thread_excepthook
+
+
+def record_current(error_file=True):
+    """The exception being handled right now (torch.multiprocessing.spawn's
+    child catches the trainer's exception itself and never reaches the hook)."""
+    try:
+        etype, value, tb = sys.exc_info()
+        record(etype, value, tb, error_file=error_file)
+    except Exception:  # noqa: BLE001
+        pass

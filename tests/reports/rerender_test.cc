@@ -1,0 +1,234 @@
+// `faultline report RUN_DIR` over a hostile report.json: shell syntax, format
+// strings and markup in every field execute nothing, and the renderers read
+// report.json alone (checked under strace: one execve, no child process, no
+// other file of the run opened, writes only to the three reports).
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/model/report.h"
+
+extern char** environ;
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs argv directly (no shell between the test and the hostile paths).
+int run(const std::vector<std::string>& args, const fs::path& log) {
+  std::vector<std::string> all = args;
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, all[0].c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+class ReRender : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fl_rerender_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    run_ = dir_ / "run";
+    fs::create_directories(run_ / "ranks" / "1");
+    // A rank log beside the report: re-rendering must not read it.
+    std::ofstream(run_ / "ranks" / "1" / "stderr") << "Traceback: from the log, not from report.json\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Each payload would create dir_/pwned-<n> if any shell, format or template engine ran it.
+  std::string payload() const {
+    const std::string p = (dir_ / "pwned").string();
+    return "$(touch " + p + "-1) `touch " + p + "-2` ; touch " + p + "-3 ; | touch " + p + "-4 && touch " + p +
+           "-5 %s%s%n%x {{7*7}} ${HOME} '\"; exec touch " + p + "-6 #</script><img src=x onerror=alert(1)>";
+  }
+
+  void writeHostileReport() const {
+    const std::string h = payload();
+    Report r;
+    r.scenario = ScenarioRef{h, h};
+    r.stack = {h, {"/bin/sh", "-c", "touch " + (dir_ / "pwned-7").string()}, 2};
+    RootCause rc;
+    rc.kind = Kind::kPythonException;
+    rc.rank = 1;
+    rc.summary = h;
+    rc.exception_type = h;
+    rc.message = h;
+    rc.location = Location{h, 1};
+    rc.layers = {{h, h}};
+    r.root_cause = rc;
+    r.ranks = {{0, 1, 0, std::nullopt, RankRole::kClean, h, h}, {1, 2, 1, std::nullopt, RankRole::kRootCause, h, h}};
+    r.findings = {{Kind::kStraggler, {1}, h, h, h}};
+    r.teardown.survivors = {{3, h}};
+    r.teardown.leaks = {h};
+    r.expectations = {{h, h, h, false, "fail", h}};
+    r.timeline = {{1.0, 1, h}};
+    r.verdict = Verdict::kFail;
+    r.extra["stack_dumps"]["1"] = h;
+    r.extra["harness_error"] = 5;  // free-form extra of an unexpected type: skipped, not thrown on
+    r.harness = {h, 1};
+    ASSERT_TRUE(writeReport(r, (run_ / "report.json").string()));
+  }
+
+  std::vector<std::string> pwned() const {
+    std::vector<std::string> found;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      if (e.path().filename().string().rfind("pwned", 0) == 0) found.push_back(e.path().string());
+    }
+    return found;
+  }
+
+  fs::path dir_, run_;
+};
+
+TEST_F(ReRender, HostileReportJsonExecutesNothing) {
+  writeHostileReport();
+  EXPECT_EQ(run({FL_FAULTLINE, "report", run_.string()}, dir_ / "log"), 0) << slurp(dir_ / "log");
+  EXPECT_TRUE(pwned().empty()) << pwned().front();
+  // The payload is in every report, as inert text.
+  for (const char* name : {"junit.xml", "report.md", "report.html"}) {
+    EXPECT_NE(slurp(run_ / name).find("$(touch "), std::string::npos) << name;
+  }
+  // (Markdown keeps raw text only inside code fences; reports_test checks that.)
+  for (const char* name : {"junit.xml", "report.html"}) EXPECT_EQ(slurp(run_ / name).find("<img"), std::string::npos) << name;
+  EXPECT_NE(slurp(run_ / "report.md").find("%s%s%n%x"), std::string::npos);
+}
+
+// `faultline ARGS...` under strace: the trace's lines, or none when strace
+// cannot run here (the caller skips).
+std::vector<std::string> strace(const fs::path& dir, const std::vector<std::string>& args, int* rc) {
+  const fs::path trace = dir / "trace";
+  std::vector<std::string> cmd = {"/usr/bin/strace", "-f", "-qq", "-o", trace.string(), "-e",
+                                  "trace=process,open,openat,creat,rename,renameat,renameat2,unlink,unlinkat", FL_FAULTLINE};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  *rc = run(cmd, dir / "log");
+  std::vector<std::string> lines;
+  std::istringstream in(slurp(trace));
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string firstPath(const std::string& line) {
+  static const std::regex path_arg("\"([^\"]*)\"");
+  std::smatch m;
+  return std::regex_search(line, m, path_arg) ? m[1].str() : "";
+}
+
+// One execve (faultline itself) and no new process (threads aside): the
+// first step of running anything would be a fork, a clone or another execve.
+void expectNothingStarted(const std::vector<std::string>& trace) {
+  int execs = 0;
+  for (const auto& line : trace) {
+    if (line.find("execve(") != std::string::npos) {
+      ++execs;
+      EXPECT_EQ(firstPath(line), FL_FAULTLINE) << line;
+    }
+    const bool spawn = line.find("fork(") != std::string::npos ||
+                       ((line.find("clone(") != std::string::npos || line.find("clone3(") != std::string::npos) &&
+                        line.find("CLONE_THREAD") == std::string::npos);
+    EXPECT_FALSE(spawn) << line;
+  }
+  EXPECT_EQ(execs, 1);
+}
+
+TEST_F(ReRender, RenderersReadOnlyReportJsonAndStartNothing) {
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "unsupported: /usr/bin/strace is not installed (ci/deps installs it)";
+  writeHostileReport();
+  int rc = 0;
+  const auto trace = strace(dir_, {"report", run_.string()}, &rc);
+  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  }
+  ASSERT_EQ(rc, 0) << slurp(dir_ / "log");
+  EXPECT_TRUE(pwned().empty());
+  expectNothingStarted(trace);
+  const std::string run_prefix = run_.string() + "/";
+  const std::set<std::string> outputs = {"junit.xml", "report.md", "report.html"};
+  for (const auto& line : trace) {
+    const std::string path = firstPath(line);
+    const bool writes = line.find("O_WRONLY") != std::string::npos || line.find("O_RDWR") != std::string::npos ||
+                        line.find("O_CREAT") != std::string::npos || line.find("creat(") != std::string::npos;
+    const bool opens = line.find("open") != std::string::npos || line.find("creat(") != std::string::npos;
+    if (opens && writes) {
+      // Writes only to the temp files of the three reports.
+      ASSERT_EQ(path.rfind(run_prefix, 0), 0u) << "a write outside the run directory: " << line;
+      const std::string name = path.substr(run_prefix.size());
+      EXPECT_TRUE(name.size() > 4 && name.substr(name.size() - 4) == ".tmp" && outputs.count(name.substr(0, name.size() - 4)))
+          << line;
+    } else if (opens && path.rfind(run_prefix, 0) == 0) {
+      EXPECT_EQ(path, run_prefix + "report.json") << "read a file of the run other than report.json: " << line;
+    }
+    if (line.find("rename") != std::string::npos) {
+      EXPECT_NE(line.find(".tmp\""), std::string::npos) << line;
+    }
+    if (line.find("unlink") != std::string::npos) ADD_FAILURE() << "removed a file: " << line;
+  }
+}
+
+TEST_F(ReRender, ExplainDiagnosesAgainAndStartsNothing) {
+  // explain reads the run's logs too (that is its job), and runs nothing either.
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "unsupported: /usr/bin/strace is not installed (ci/deps installs it)";
+  writeHostileReport();
+  int rc = 0;
+  const auto trace = strace(dir_, {"explain", run_.string(), "--json"}, &rc);
+  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  }
+  EXPECT_TRUE(rc == 0 || rc == 1) << rc << " " << slurp(dir_ / "log");  // 1: a failure is diagnosed
+  EXPECT_TRUE(pwned().empty());
+  expectNothingStarted(trace);
+}
+
+TEST_F(ReRender, SuiteRunDirectoriesCannotLeaveTheSuite) {
+  // A suite report.json pointing a run directory outside the suite: refused
+  // (exit 2) before anything is read there or written.
+  fs::create_directories(dir_ / "outside");
+  writeHostileReport();
+  fs::copy_file(run_ / "report.json", dir_ / "outside" / "report.json");
+  const fs::path suite = dir_ / "suite";
+  fs::create_directories(suite);
+  for (const std::string& run_dir : std::vector<std::string>{"../outside", (dir_ / "outside").string()}) {
+    nlohmann::json j = {{"schema", "faultline.suite/1"},
+                        {"scenarios", {{{"name", "x"}, {"stack", "builtin"}, {"run_dir", run_dir}}}},
+                        {"wall_ms", 1}};
+    std::ofstream(suite / "report.json") << j.dump();
+    EXPECT_EQ(run({FL_FAULTLINE, "report", suite.string()}, dir_ / "log"), 2) << slurp(dir_ / "log");
+    const std::string log = slurp(dir_ / "log");
+    EXPECT_NE(log.find((suite / "report.json").string()), std::string::npos) << log;
+    EXPECT_NE(log.find("scenarios[0].run_dir"), std::string::npos) << log;
+    EXPECT_FALSE(fs::exists(dir_ / "outside" / "report.html"));
+  }
+}
+
+}  // namespace
+}  // namespace faultline
