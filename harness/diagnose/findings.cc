@@ -262,7 +262,7 @@ std::vector<Finding> findStraggler(const RunInput& in) {
   // Busy time per step: step duration minus time spent inside collectives
   // (DDP equalises step times; the straggler is the one the others wait for).
   std::map<int, double> med;
-  std::map<int, double> typical_low;  // what the rank takes in 3 steps of 4
+  std::map<int, std::vector<double>> busy_of;
   for (const auto& [r, ri] : in.ranks) {
     std::vector<double> busy;
     int64_t begin = -1;
@@ -284,7 +284,7 @@ std::vector<Finding> findStraggler(const RunInput& in) {
     }
     if (busy.size() >= 3) {
       med[r] = median(busy);
-      typical_low[r] = percentile(busy, 0.25);
+      busy_of[r] = std::move(busy);
     }
   }
   if (med.size() < 2) return {};
@@ -295,12 +295,15 @@ std::vector<Finding> findStraggler(const RunInput& in) {
       if (o != r) others.push_back(om);
     }
     const double base = median(others);
-    // Slow in at least 3 steps of 4, by more than twice what 9 ranks in 10 of
+    // Slow in at least 2 steps of 3, by more than twice what 9 ranks in 10 of
     // the others take: ranks that share too few cores (64 on 2) are each slowed
     // at random steps, and against the median of all ranks some of them always
-    // look slow. A straggler is slow at nearly every step, and slower than
-    // nearly every other rank.
-    if (typical_low.at(r) > 2.0 * percentile(others, 0.9) + 5.0) {
+    // look slow. A straggler is slow step after step, and slower than nearly
+    // every other rank.
+    const double limit = 2.0 * percentile(others, 0.9) + 5.0;
+    const auto& busy = busy_of.at(r);
+    const auto slow = std::count_if(busy.begin(), busy.end(), [&](double b) { return b > limit; });
+    if (3 * static_cast<size_t>(slow) >= 2 * busy.size()) {
       Finding f;
       f.kind = Kind::kStraggler;
       f.ranks = {r};
