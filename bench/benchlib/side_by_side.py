@@ -16,8 +16,10 @@ import time
 from benchlib.procs import Watched, children, stamp, torchrun_cmd, schedstat_ns
 
 
-def ms(ns):
-    return None if ns is None else ns / 1e6
+def since(t_ns, t0_ns):
+    """Milliseconds from t0_ns to t_ns; None when either is unknown (a stamp
+    missing: that repetition failed, and shows as a gap, not as a crash)."""
+    return None if t_ns is None or t0_ns is None else (t_ns - t0_ns) / 1e6
 
 
 def _load(path):
@@ -45,11 +47,11 @@ def crash(t, reps):
         pids = {r["pid"] for r in sup["ranks"]}
         reaped = [ns for pid, ns in w.reaped_ns.items() if pid in pids]
         out["faultline"].append({
-            "detect_ms": ms(r1["exit_ns"] - t0),
-            "term_delivered_ms": ms(min(terms) - t0) if terms else None,
-            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 4 else None,
-            "all_reaped_record_ms": ms(max(r["exit_ns"] for r in sup["ranks"]) - t0),
-            "launcher_returned_ms": ms(w.t_end_ns - t0),
+            "detect_ms": since(r1["exit_ns"], t0),
+            "term_delivered_ms": since(min(terms), t0) if terms else None,
+            "all_reaped_ms": since(max(reaped), t0) if len(reaped) == 4 else None,
+            "all_reaped_record_ms": since(max(r["exit_ns"] or 0 for r in sup["ranks"]), t0),
+            "launcher_returned_ms": since(w.t_end_ns, t0),
         })
         d = t.work(f"tr-crash-{i}")
         w = Watched(torchrun_cmd(4, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
@@ -60,9 +62,9 @@ def crash(t, reps):
         reaped = list(w.reaped_ns.values())
         out["torchrun"].append({
             "detect_ms": None,  # torchrun has no observable "noticed" moment before it signals
-            "term_delivered_ms": ms(min(terms) - t0) if terms else None,
-            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 4 else None,
-            "launcher_returned_ms": ms(w.t_end_ns - t0),
+            "term_delivered_ms": since(min(terms), t0) if terms else None,
+            "all_reaped_ms": since(max(reaped), t0) if len(reaped) == 4 else None,
+            "launcher_returned_ms": since(w.t_end_ns, t0),
         })
     return out
 
@@ -82,8 +84,8 @@ def term_ignoring(t, reps, grace_s=1):
         reaped = [ns for pid, ns in w.reaped_ns.items() if pid in pids]
         sup = _load(os.path.join(d, "supervisor.json"))
         out["faultline"].append({
-            "all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 2 else None,
-            "all_reaped_record_ms": ms(max(r["exit_ns"] for r in sup["ranks"]) - t0),
+            "all_reaped_ms": since(max(reaped), t0) if len(reaped) == 2 else None,
+            "all_reaped_record_ms": since(max(r["exit_ns"] or 0 for r in sup["ranks"]), t0),
         })
         if t.skip_slow_torchrun:
             continue
@@ -93,7 +95,7 @@ def term_ignoring(t, reps, grace_s=1):
         w.wait(timeout=180)
         t0 = stamp(d, 1, "exit")
         reaped = list(w.reaped_ns.values())
-        out["torchrun"].append({"all_reaped_ms": ms(max(reaped) - t0) if len(reaped) == 2 and t0 else None})
+        out["torchrun"].append({"all_reaped_ms": since(max(reaped), t0) if len(reaped) == 2 else None})
     return out
 
 
@@ -130,16 +132,22 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
                      "--deadline", "120", "-o", d, "--"] + args, sample_every=None, slow_every=None)
         w.wait(timeout=180)
         t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
-        rc = _load(os.path.join(d, "report.json")).get("root_cause") or {}
+        report = _load(os.path.join(d, "report.json"))
+        rc = report.get("root_cause") or {}
         named = rc.get("kind") == "hung_collective" and rc.get("rank") == 1
-        out["faultline"].append({"report_ms": ms(w.t_end_ns - t0) if t0 and named else None,
-                                 "root_cause": [rc.get("kind"), rc.get("rank")]})
+        trigger_ns = _load(os.path.join(d, "supervisor.json")).get("trigger", {}).get("t_ns")
+        out["faultline"].append({
+            "report_ms": since(w.t_end_ns, t0) if named else None,
+            "detected_ms": since(trigger_ns, t0) if named else None,
+            # gdb gets gdb_timeout_s (5 s) for the stacks of the stuck ranks; a loaded machine uses it up.
+            "gdb_cut_off": any("cut off" in e.get("what", "") for e in report.get("timeline", [])),
+            "root_cause": [rc.get("kind"), rc.get("rank")]})
         d = t.work(f"tr-hang-{i}")
         env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
         w = Watched(torchrun_cmd(world, os.path.join(d, "logs"), args), env=env, sample_every=None, slow_every=None)
         w.wait(timeout=180)
         t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
-        out["torchrun"].append({"ended_ms": ms(w.t_end_ns - t0) if t0 else None, "exit_code": w.returncode})
+        out["torchrun"].append({"ended_ms": since(w.t_end_ns, t0), "exit_code": w.returncode})
     return out
 
 
@@ -152,7 +160,7 @@ def launch8(t, reps, nproc=8):
         pids = [os.posix_spawn("/bin/true", ["/bin/true"], os.environ) for _ in range(nproc)]
         for p in pids:
             os.waitpid(p, 0)
-        out["floor"].append(ms(time.monotonic_ns() - t0))
+        out["floor"].append(since(time.monotonic_ns(), t0))
         d = t.work(f"fl-launch-{i}")
         w = Watched([t.faultline, "exec", "--nproc", str(nproc), "-o", d, "--", "/bin/true"], sample_every=None,
                     slow_every=None)
