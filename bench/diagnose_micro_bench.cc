@@ -65,7 +65,9 @@ std::string rankLog(size_t bytes) {
   for (size_t i = 0; out.size() < bytes; ++i) {
     switch (i % 4) {
       case 0: out += "WARNING:root:rank 17 slow data loader at step " + std::to_string(i % 991) + "\n"; break;
-      case 1: out += "[rank 17] step " + std::to_string(i % 997) + " loss 0.123456 lr 0.05 throughput 1234.5 samples/s\n"; break;
+      case 1:
+        out += "[rank 17] step " + std::to_string(i % 997) + " loss 0.123456 lr 0.05 throughput 1234.5 samples/s\n";
+        break;
       case 2: out += "/usr/lib/python3/dist-packages/torch/nn/modules/module.py:1194: UserWarning: deprecated\n"; break;
       default: out += "  return forward_call(*input, **kwargs)\n"; break;
     }
@@ -160,8 +162,8 @@ void BM_ClassifyCollateralPrimary(benchmark::State& state) {
 BENCHMARK(BM_ClassifyCollateralPrimary);
 
 void BM_ClassifyCollateralPeerClosed(benchmark::State& state) {
-  const std::string text = "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer "
-                           "[127.0.0.1]:4711";
+  const std::string text =
+      "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:598] Connection closed by peer [127.0.0.1]:4711";
   for (auto _ : state) benchmark::DoNotOptimize(classifyCollateral(text));
   state.SetItemsProcessed(state.iterations());
 }
@@ -180,8 +182,9 @@ void BM_NativeParsersOrdinaryLine(benchmark::State& state) {
 BENCHMARK(BM_NativeParsersOrdinaryLine);
 
 void BM_UndefinedSymbolLine(benchmark::State& state) {
-  const std::string line = "faultline-trainer: symbol lookup error: /build/libfaultline_trainer_ext.so: undefined symbol: "
-                           "_ZN11trainer_ext13fusedAdamStepERN2at6TensorE";
+  const std::string line =
+      "faultline-trainer: symbol lookup error: /build/libfaultline_trainer_ext.so: undefined symbol: "
+      "_ZN11trainer_ext13fusedAdamStepERN2at6TensorE";
   for (auto _ : state) benchmark::DoNotOptimize(parseUndefinedSymbol(line));
   state.SetItemsProcessed(state.iterations());
 }
