@@ -30,8 +30,11 @@ endif()
 set(FAULTLINE_SANITIZE_FLAGS "")
 if(fl_sanitize STREQUAL "address")
   # UBSan findings stop the process like ASan ones: a report that does not end
-  # the run is easy to miss in a child's stderr.
-  set(FAULTLINE_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=undefined
+  # the run is easy to miss in a child's stderr. Not `null`: the segfault
+  # faults (the trainer's, the hostile fixture's, the probe tests') store
+  # through a null pointer on purpose and must die of SIGSEGV; an accidental
+  # null dereference still crashes and fails its test.
+  set(FAULTLINE_SANITIZE_FLAGS -fsanitize=address,undefined -fno-sanitize=null -fno-sanitize-recover=undefined
     -fno-omit-frame-pointer)
 elseif(fl_sanitize STREQUAL "thread")
   set(FAULTLINE_SANITIZE_FLAGS -fsanitize=thread -fno-omit-frame-pointer)

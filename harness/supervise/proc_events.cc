@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -78,7 +79,12 @@ void ProcEvents::onReadable() {
       if (nl->nlmsg_type == NLMSG_ERROR || nl->nlmsg_type == NLMSG_NOOP) continue;
       auto* cn = reinterpret_cast<cn_msg*>(NLMSG_DATA(nl));
       if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC) continue;
-      auto* ev = reinterpret_cast<proc_event*>(cn->data);
+      // cn->data lies 36 bytes into the datagram, not aligned for proc_event's
+      // 64-bit fields: reading it in place is undefined (UBSan: misaligned
+      // access), so the event is copied out.
+      proc_event event{};
+      std::memcpy(&event, cn->data, std::min<size_t>(sizeof event, cn->len));
+      const proc_event* ev = &event;
       switch (ev->what) {
         case proc_event::PROC_EVENT_FORK:
           if (ev->event_data.fork.child_pid == ev->event_data.fork.child_tgid && handlers_.on_fork) {

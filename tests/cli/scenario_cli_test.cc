@@ -8,11 +8,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "tests/test_scale.h"
 
 namespace faultline {
 namespace {
@@ -147,13 +150,43 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
   EXPECT_NE(r.out.find("scenario"), std::string::npos);  // the summary table
 }
 
+// The catalog to run: as written, or under `ci/test --sanitize` (every
+// process several times slower) a copy in `tmp` with each time limit and
+// each *_ms bound stretched by FAULTLINE_TEST_TIME_SCALE, so they keep their
+// relations and the verdicts stay the ones the catalog means.
+fs::path catalogForThisBuild(const fs::path& tmp) {
+  const fs::path src = fs::path(FL_SOURCE_DIR) / "scenarios";
+  const double scale = testing::timeScale();
+  if (scale == 1.0) return src;
+  const fs::path dst = tmp / "scenarios";
+  fs::remove_all(dst);
+  fs::create_directories(tmp);
+  fs::copy(src, dst, fs::copy_options::recursive);
+  static const std::regex limit(R"(^(\s*(?:hang_timeout_s|deadline_s|grace_s)\s*=\s*)([0-9.]+))");
+  static const std::regex bound(R"((_ms"\s*=\s*\{\s*max\s*=\s*)([0-9.]+))");
+  for (const auto& e : fs::recursive_directory_iterator(dst)) {
+    if (e.path().extension() != ".toml") continue;
+    std::istringstream in(slurp(e.path()));
+    std::string out;
+    for (std::string line; std::getline(in, line);) {
+      std::smatch m;
+      if (std::regex_search(line, m, limit) || std::regex_search(line, m, bound)) {
+        line = m.prefix().str() + m[1].str() + std::to_string(std::stod(m[2].str()) * scale) + m.suffix().str();
+      }
+      out += line + "\n";
+    }
+    std::ofstream(e.path(), std::ios::trunc) << out;
+  }
+  return dst;
+}
+
 // The core tag of the conformance catalog against the builtin stack, end to
 // end with the reference trainer and real Python DDP trainers.
 TEST(Conformance, CoreSuitePassesOnTheBuiltinStack) {
   const fs::path out = fs::temp_directory_path() / ("fl_conformance_core_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  auto r = faultline(std::string("suite ") + FL_SOURCE_DIR "/scenarios --tag core --stack builtin -j 2 -o " +
-                         out.string(),
+  const fs::path catalog = catalogForThisBuild(out.string() + "_catalog");
+  auto r = faultline("suite " + catalog.string() + " --tag core --stack builtin -j 2 -o " + out.string(),
                      fs::temp_directory_path() / ("fl_conformance_core_" + std::to_string(::getpid()) + ".log"));
   EXPECT_EQ(r.status, 0) << r.out;
   auto suite = nlohmann::json::parse(slurp(out / "report.json"));
