@@ -151,16 +151,44 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
     return out
 
 
+def _last_stamp_ms(run_dir, nproc, t0_ns):
+    """Milliseconds from t0_ns (CLOCK_REALTIME) to the last of nproc ranks'
+    stamp-R-exit files (fl_hostile stamp-exit: the rank is running); None when
+    a rank left none."""
+    stamps = []
+    for r in range(nproc):
+        try:
+            with open(os.path.join(run_dir, f"stamp-{r}-exit")) as f:
+                stamps.append(int(f.read().strip()))
+        except (OSError, ValueError):
+            return None
+    return since(max(stamps), t0_ns)
+
+
 def launch8(t, reps, nproc=8):
-    """nproc ranks of /bin/true, process start to launcher exit; the floor is a
-    bare posix_spawn x nproc + waitpid from this script."""
-    out = {"floor": [], "faultline": [], "faultline_cpu": [], "faultline_no_instrument": [], "torchrun": []}
+    """Launch overhead at nproc ranks, two ways. Started: from the launcher's
+    process start to the last of nproc fl_hostile ranks running (each stamps
+    CLOCK_REALTIME and exits); its floor is the same nproc ranks posix_spawn'd
+    straight from this script. Whole: nproc ranks of /bin/true, process start
+    to launcher exit (faultline: diagnosis and the five report files
+    included); its floor is posix_spawn x nproc + waitpid."""
+    keys = ("floor", "faultline", "faultline_cpu", "faultline_no_instrument", "torchrun",
+            "started_floor", "started_faultline", "started_faultline_no_instrument", "started_torchrun")
+    out = {k: [] for k in keys}
+    stamp = [t.hostile, "*=stamp-exit:0"]
     for i in range(reps):
         t0 = time.monotonic_ns()
         pids = [os.posix_spawn("/bin/true", ["/bin/true"], os.environ) for _ in range(nproc)]
         for p in pids:
             os.waitpid(p, 0)
         out["floor"].append(since(time.monotonic_ns(), t0))
+        d = t.work(f"floor-started-{i}")
+        t0 = time.time_ns()
+        pids = [os.posix_spawn(t.hostile, stamp, dict(os.environ, RANK=str(r), FAULTLINE_RUN_DIR=d))
+                for r in range(nproc)]
+        for p in pids:
+            os.waitpid(p, 0)
+        out["started_floor"].append(_last_stamp_ms(d, nproc, t0))
         d = t.work(f"fl-launch-{i}")
         w = Watched([t.faultline, "exec", "--nproc", str(nproc), "-o", d, "--", "/bin/true"], sample_every=None,
                     slow_every=None)
@@ -172,10 +200,21 @@ def launch8(t, reps, nproc=8):
                     sample_every=None, slow_every=None)
         w.wait(timeout=60)
         out["faultline_no_instrument"].append(w.wall_s * 1e3)
+        for key, extra in (("started_faultline", []), ("started_faultline_no_instrument", ["--no-instrument"])):
+            d = t.work(f"fl-started-{i}")
+            w = Watched([t.faultline, "exec", *extra, "--nproc", str(nproc), "-o", d, "--", *stamp],
+                        sample_every=None, slow_every=None)
+            w.wait(timeout=60)
+            out[key].append(_last_stamp_ms(d, nproc, w.t_start_ns))
         d = t.work(f"tr-launch-{i}")
         w = Watched(torchrun_cmd(nproc, d, ["/bin/true"]), sample_every=None, slow_every=None)
         w.wait(timeout=120)
         out["torchrun"].append(w.wall_s * 1e3)
+        d = t.work(f"tr-started-{i}")
+        w = Watched(torchrun_cmd(nproc, os.path.join(d, "logs"), stamp), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                    sample_every=None, slow_every=None)
+        w.wait(timeout=120)
+        out["started_torchrun"].append(_last_stamp_ms(d, nproc, w.t_start_ns))
     return out
 
 

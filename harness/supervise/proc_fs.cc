@@ -40,6 +40,8 @@ std::optional<ProcStat> readStat(pid_t pid) {
   std::string field;
   std::vector<std::string> rest;
   while (in >> field) rest.push_back(field);
+  // Field N is rest[N - 6]: utime 14, stime 15, exit_code 52.
+  if (rest.size() >= 10) st.cpu_ticks = std::strtoull(rest[8].c_str(), nullptr, 10) + std::strtoull(rest[9].c_str(), nullptr, 10);
   if (rest.size() >= 47) st.exit_code = std::atoi(rest[46].c_str());
   if (!in.eof() && in.fail() && rest.empty()) return std::nullopt;
   return st;
@@ -78,6 +80,33 @@ std::vector<pid_t> descendantsOf(pid_t root) {
       out.push_back(it->second);
       todo.push_back(it->second);
     }
+  }
+  return out;
+}
+
+std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
+  std::map<pid_t, uint64_t> own;
+  std::multimap<pid_t, pid_t> children;
+  for (pid_t p : listPids()) {
+    if (auto st = readStat(p)) {
+      own[p] = st->cpu_ticks;
+      children.emplace(st->ppid, p);
+    }
+  }
+  std::map<pid_t, uint64_t> out;
+  for (pid_t root : roots) {
+    auto it = own.find(root);
+    if (it == own.end()) continue;
+    uint64_t total = 0;
+    std::vector<pid_t> todo{root};
+    while (!todo.empty()) {
+      const pid_t p = todo.back();
+      todo.pop_back();
+      total += own[p];
+      auto [b, e] = children.equal_range(p);
+      for (auto c = b; c != e; ++c) todo.push_back(c->second);
+    }
+    out[root] = total;
   }
   return out;
 }

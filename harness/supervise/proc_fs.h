@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+
 #include <map>
 #include <optional>
 #include <set>
@@ -20,6 +22,7 @@ struct ProcStat {
   pid_t pgid = 0;
   char state = '?';          // R S D Z T ...
   std::optional<int> exit_code;  // wait status (field 52), meaningful for a zombie
+  uint64_t cpu_ticks = 0;        // utime + stime (fields 14, 15), clock ticks
 };
 std::optional<ProcStat> readStat(pid_t pid);
 
@@ -28,6 +31,10 @@ std::vector<pid_t> listPids();
 bool isAlive(pid_t pid);
 // Every process below root (not root itself), by the ppid chain.
 std::vector<pid_t> descendantsOf(pid_t root);
+// For each root: CPU time (utime + stime, clock ticks) used so far by it and
+// every live process below it, from one pass over /proc; a root that is gone
+// is left out.
+std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots);
 // The value of name in the process's environment as it was at exec.
 std::optional<std::string> environVar(pid_t pid, const std::string& name);
 // Space-joined argv, "" if gone.

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -313,6 +314,7 @@ void WatchLoop::onInotify(size_t bytes) {
         if (name == "events.jsonl") {
           readEvents(w.rank);
         } else if (name == "stdout" || name == "stderr") {
+          if (e->mask & IN_MODIFY) outputSeen(w.rank, name);
           progress(false);
         }
         break;
@@ -341,7 +343,56 @@ void WatchLoop::readEvents(int rank) {
   auto it = followers_.find(rank);
   if (it == followers_.end()) return;
   size_t n = it->second.readNew([&](std::string_view line) { tracker_.onLine(rank, line); });
-  if (n > 0) progress(true);
+  if (n > 0) {
+    shownLife(rank);
+    progress(true);
+  }
+}
+
+// The harness creates and truncates the files itself, which inotify reports
+// as well: only bytes in them are a sign of life.
+void WatchLoop::outputSeen(int rank, const std::string& stream) {
+  bool pending = false;
+  for (const auto& r : ranks_) pending = pending || (r->rank == rank && !r->finished && !r->shown_life);
+  if (!pending) return;
+  struct stat st{};
+  const std::string path = stream == "stdout" ? layout_.rankStdout(rank) : layout_.rankStderr(rank);
+  if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) shownLife(rank);
+}
+
+void WatchLoop::shownLife(int rank) {
+  for (auto& r : ranks_) {
+    if (r->rank == rank && !r->finished) r->shown_life = true;
+  }
+}
+
+// A rank that has written nothing yet (no output, no event) while its
+// processes keep using CPU is still starting: importing torch or loading
+// LibTorch takes seconds, many more on a loaded machine or with many ranks per
+// core. That is no hang. Once a rank has shown life the usual rules apply; a
+// rank that never does is bounded by --deadline. A silent rank that has
+// stopped using CPU (blocked before its first output) is not exempt: the hang
+// is then reported one hang timeout later than otherwise.
+bool WatchLoop::ranksStillStarting() {
+  std::vector<pid_t> silent;
+  for (const auto& r : ranks_) {
+    if (!r->finished && !r->shown_life) silent.push_back(r->pid);
+  }
+  if (silent.empty()) return false;
+  const auto ticks = treeCpuTicks(silent);
+  bool starting = false;
+  for (auto& r : ranks_) {
+    if (r->finished || r->shown_life) continue;
+    auto it = ticks.find(r->pid);
+    if (it == ticks.end() || it->second <= r->cpu_ticks) continue;
+    r->cpu_ticks = it->second;
+    starting = true;
+    if (!r->starting_noted) {
+      r->starting_noted = true;
+      timeline(r->rank, "no output yet, still using CPU: starting, not hung (hang timer extended)");
+    }
+  }
+  return starting;
 }
 
 void WatchLoop::armHangTimer(Clock::time_point at) {
@@ -376,6 +427,10 @@ void WatchLoop::onHangTimer() {
   // External mode before any rank exists (torchrun still importing torch):
   // the launcher's own silence is no hang of ranks; the deadline bounds it.
   if (ranks_.empty() || (instrumented && !tracker_.anyInCollective() && !shutdown_hang)) {
+    armHangTimer(now + limit);
+    return;
+  }
+  if (ranksStillStarting()) {
     armHangTimer(now + limit);
     return;
   }

@@ -57,6 +57,11 @@ struct RankState {
   ProcessOutcome outcome = ProcessOutcome::running();
   bool exit_known = false;  // an external rank reaped by its launcher first leaves no status
   bool signalled_by_teardown = false;
+  // Start-up: until a rank writes output or an event, CPU use shows it is
+  // still starting (see WatchLoop::ranksStillStarting).
+  bool shown_life = false;
+  uint64_t cpu_ticks = 0;
+  bool starting_noted = false;
   std::unique_ptr<asio::posix::stream_descriptor> pidfd;
 };
 
@@ -91,6 +96,9 @@ class WatchLoop {
   void readEvents(int rank);
   void armHangTimer(Clock::time_point at);
   void onHangTimer();
+  bool ranksStillStarting();
+  void shownLife(int rank);
+  void outputSeen(int rank, const std::string& stream);
   void armScanTimer();
   void scanForRanks();
   void watchExternalRank(RankState& r);

@@ -206,6 +206,40 @@ TEST(Supervise, HangOfSilentUninstrumentedRanks) {
   EXPECT_TRUE(run->record.teardown.report.clean);
 }
 
+// LibTorch's start-up takes seconds of CPU before a rank writes anything, many
+// more on a loaded machine: a silent rank that is using CPU is starting.
+TEST(Supervise, SilentRankUsingCpuIsStartingNotHung) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=silent-spin:3", "1=silent-spin:1.5"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(rankOf(run->record, r).exit_code, std::optional<int>(0));
+  bool noted = false;
+  for (const auto& e : run->timeline) noted = noted || e.what.find("still using CPU") != std::string::npos;
+  EXPECT_TRUE(noted) << "the timeline says why the hang timer was extended";
+}
+
+// Once it stops using CPU a silent rank is hung after all, one hang timeout
+// later than a rank that was never busy.
+TEST(Supervise, SilentRankThatStopsUsingCpuIsAHang) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=silent-spin-hang:0.5"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kHang);
+  const double hang_after_ms = (run->record.trigger.t_ns - run->record.start_ns) / 1e6;
+  EXPECT_GE(hang_after_ms, 1950);
+  EXPECT_LT(hang_after_ms, 20000);
+  EXPECT_TRUE(run->record.teardown.report.clean);
+}
+
 TEST(Supervise, HangInCollectiveNamesWaitingRankAndDumpsStacks) {
   LeakGuard guard;
   TempDir dir;
