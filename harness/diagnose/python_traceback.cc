@@ -205,17 +205,86 @@ std::vector<PyChain> parsePythonTracebacks(std::string_view text) {
   return parsePythonTracebacks(splitLines(text));
 }
 
+namespace {
+
+// eu-stack -s: "    ../src/x.cc:42:7" (file:line[:column]) under the frame it belongs to.
+bool parseSourceLine(std::string_view line, PyFrame& f) {
+  if (line.empty() || (line[0] != ' ' && line[0] != '\t')) return false;
+  std::string_view t = trim(line);
+  if (t.empty() || t.find(' ') != std::string_view::npos) return false;
+  size_t colon = t.rfind(':');
+  if (colon == std::string_view::npos) return false;
+  int n = 0;
+  if (!parseInt(t.substr(colon + 1), n)) return false;
+  // With a column the line number is the field before it.
+  const size_t prev = t.rfind(':', colon - 1);
+  int line_no = n;
+  size_t file_end = colon;
+  if (prev != std::string_view::npos && prev > 0 && parseInt(t.substr(prev + 1, colon - prev - 1), line_no)) {
+    file_end = prev;
+  } else {
+    line_no = n;  // parseInt may have written a partial value
+  }
+  if (file_end == 0 || line_no <= 0) return false;
+  f.file = std::string(t.substr(0, file_end));
+  f.line = line_no;
+  return true;
+}
+
+// A native frame, innermost first:
+//   gdb:      "#3  0x00007f... in foo (a=1) at /src/x.cc:42", "#0  foo () at x.cc:1"
+//   eu-stack: "#3  0x00007f51db268452 c10d::ProcessGroupGloo::allreduce(...)"
+PyFrame parseNativeFrame(std::string_view t) {
+  PyFrame f;
+  std::string_view rest = t.substr(1);
+  while (!rest.empty() && rest[0] >= '0' && rest[0] <= '9') rest.remove_prefix(1);  // frame number
+  rest = trim(rest);
+  std::string_view address;
+  if (startsWith(rest, "0x")) {
+    const size_t sp = rest.find(' ');
+    address = rest.substr(0, sp);
+    rest = sp == std::string_view::npos ? std::string_view() : trim(rest.substr(sp));
+  }
+  const bool gdb_in = startsWith(rest, "in ");
+  // gdb prints "name (args)" and " at file:line"; eu-stack the bare symbol.
+  const bool gdb = gdb_in || rest.find(" (") != std::string_view::npos || rest.find(" at ") != std::string_view::npos;
+  if (gdb) {
+    if (gdb_in) rest = trim(rest.substr(3));
+    f.function = std::string(rest.substr(0, rest.find(" (")));
+    const size_t at = rest.rfind(" at ");
+    if (at != std::string_view::npos) {
+      std::string_view loc = rest.substr(at + 4);
+      const size_t colon = loc.rfind(':');
+      if (colon != std::string_view::npos && parseInt(loc.substr(colon + 1), f.line)) {
+        f.file = std::string(loc.substr(0, colon));
+      }
+    }
+  } else {
+    // eu-stack: the whole symbol, signature included; the address when it has none.
+    f.function = std::string(rest.empty() ? address : rest);
+  }
+  return f;
+}
+
+}  // namespace
+
 std::vector<StackThread> parseStackDump(std::string_view text) {
   std::vector<StackThread> threads;
+  std::string eu_pid;  // eu-stack: "PID 123 - process" names the main thread's TID
   for (std::string_view line : splitLines(text)) {
     std::string_view t = trim(line);
+    if (startsWith(t, "PID ") && contains(t, " - process")) {
+      eu_pid = std::string(t.substr(4, t.find(' ', 4) - 4));
+      continue;
+    }
     const bool fh_current = startsWith(t, "Current thread 0x");
     const bool fh_thread = startsWith(t, "Thread 0x");
     const bool gdb_thread = startsWith(line, "Thread ") && contains(line, "(");
-    if (fh_current || fh_thread || gdb_thread) {
+    const bool eu_thread = startsWith(line, "TID ") && !t.empty() && t.back() == ':';
+    if (fh_current || fh_thread || gdb_thread || eu_thread) {
       StackThread th;
       th.header = std::string(t);
-      th.current = fh_current;
+      th.current = fh_current || (eu_thread && !eu_pid.empty() && t.substr(4, t.size() - 5) == eu_pid);
       threads.push_back(std::move(th));
       continue;
     }
@@ -224,24 +293,12 @@ std::vector<StackThread> parseStackDump(std::string_view text) {
       threads.back().frames.push_back(std::move(*f));
       continue;
     }
-    // gdb: "#3  0x00007f... in foo (a=1) at /src/x.cc:42" or "#0  foo () at x.cc:1".
     if (startsWith(t, "#")) {
-      PyFrame f;
-      size_t in = t.find(" in ");
-      std::string_view rest = in != std::string_view::npos ? t.substr(in + 4) : t.substr(t.find(' ') + 1);
-      rest = trim(rest);
-      const size_t paren = rest.find(" (");
-      f.function = std::string(rest.substr(0, paren));
-      const size_t at = rest.rfind(" at ");
-      if (at != std::string_view::npos) {
-        std::string_view loc = rest.substr(at + 4);
-        const size_t colon = loc.rfind(':');
-        if (colon != std::string_view::npos && parseInt(loc.substr(colon + 1), f.line)) {
-          f.file = std::string(loc.substr(0, colon));
-        }
-      }
-      threads.back().frames.push_back(std::move(f));
+      threads.back().frames.push_back(parseNativeFrame(t));
+      continue;
     }
+    auto& frames = threads.back().frames;
+    if (!frames.empty() && frames.back().file.empty()) parseSourceLine(line, frames.back());
   }
   return threads;
 }

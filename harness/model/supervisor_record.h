@@ -56,7 +56,8 @@ struct SignalSent {
 };
 
 // A stack dump the teardown asked for: method "sigusr1" (the rank prints it
-// itself, usually to its stderr) or "gdb" (written to path).
+// itself, usually to its stderr), or "eu-stack" or "gdb" (a native dump of a
+// stuck rank, written to path).
 struct StackDump {
   int rank = 0;
   int pid = 0;

@@ -18,6 +18,51 @@
 namespace faultline::scenario {
 namespace {
 
+// The numbers in a regular expression that std::regex (libstdc++) reads into
+// an int without an overflow check: back-references (\N) and repetition
+// counts ({m}, {m,}, {m,n}). A huge one is undefined behaviour in the
+// compiler (found by tests/fuzz/scenario_fuzz), and a large repetition builds
+// an automaton of that many states; both are refused before compiling.
+constexpr long kMaxRegexRepeat = 1000;
+constexpr long kMaxRegexBackref = 99;
+
+std::optional<std::string> regexNumberError(const std::string& re) {
+  auto digits = [&](size_t& i, long& v) {
+    const size_t start = i;
+    v = 0;
+    while (i < re.size() && re[i] >= '0' && re[i] <= '9') {
+      if (v <= kMaxRegexRepeat) v = v * 10 + (re[i] - '0');
+      ++i;
+    }
+    return i > start;
+  };
+  for (size_t i = 0; i < re.size(); ++i) {
+    if (re[i] == '\\') {
+      size_t j = i + 1;
+      long v = 0;
+      if (digits(j, v) && v > kMaxRegexBackref) {
+        return "back-reference \\" + re.substr(i + 1, std::min<size_t>(j - i - 1, 12)) + " is larger than " +
+               std::to_string(kMaxRegexBackref);
+      }
+      i = std::max(i + 1, j - 1);  // skip the escaped character or the digits
+      continue;
+    }
+    if (re[i] != '{') continue;
+    size_t j = i + 1;
+    long v = 0;
+    for (int part = 0; part < 2; ++part) {
+      if (digits(j, v) && v > kMaxRegexRepeat) {
+        return "repetition count in '" + re.substr(i, std::min<size_t>(j - i, 16)) + "' is larger than " +
+               std::to_string(kMaxRegexRepeat);
+      }
+      if (j >= re.size() || re[j] != ',') break;
+      ++j;
+    }
+  }
+  return std::nullopt;
+}
+
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -328,6 +373,10 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     } else if (auto s = node.as_string(); s && !s->get().empty() && s->get()[0] == '~') {
       e.op = MatchOp::kRegex;
       e.value = s->get().substr(1);
+      if (auto why = regexNumberError(e.value.get<std::string>())) {
+        c.error(node.source(), "[expect] " + e.path + ": bad regular expression '" + e.value.get<std::string>() + "': " + *why);
+        return;
+      }
       try {
         std::regex check(e.value.get<std::string>());
       } catch (const std::regex_error& err) {

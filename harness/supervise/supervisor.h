@@ -24,7 +24,7 @@ struct SuperviseOptions {
   double launcher_allowance_s = 10;
   bool allow_cgroup = true;
   bool allow_proc_connector = true;  // external mode; false forces the 100 ms rescan + pidfd path
-  bool gdb_stacks = true;          // gdb dumps of native ranks on hang/deadline
+  bool gdb_stacks = true;          // native stack dumps (eu-stack, else gdb) of stuck ranks on hang/deadline
   double gdb_timeout_s = 5;
 };
 

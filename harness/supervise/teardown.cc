@@ -73,21 +73,36 @@ void WatchLoop::requestStackDumps() {
     runUntil([&] { return std::all_of(usr1.begin(), usr1.end(), [](RankState* r) { return r->finished; }); },
              std::chrono::milliseconds(500));
   }
-  // gdb only when a rank is stuck (hang, deadline): an attach costs ~2 s on a
-  // LibTorch process, which a plain crash must not pay before SIGTERM.
+  // Native stacks only when a rank is stuck (hang, deadline): a plain crash
+  // must not wait for them before SIGTERM. eu-stack (elfutils) reads a
+  // LibTorch rank in about 0.2-0.5 s; gdb first loads the symbols of every
+  // shared library, 2-5 s per LibTorch rank and more with several at once on
+  // few cores (it hit its bound in every hang on 2 cores), so it is the
+  // fallback where elfutils is missing.
   if (!opts_.gdb_stacks) return;
   if (trigger_.kind != TriggerKind::kHang && trigger_.kind != TriggerKind::kDeadline) return;
   const auto env = launch::currentEnvironment();
-  auto gdb = launch::resolveExecutable("gdb", env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin");
-  if (!gdb) return;
-  std::map<pid_t, size_t> running;  // gdb pid -> index in stack_dumps
+  const std::string path_var = env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin";
+  std::string method = "eu-stack";
+  auto tool = launch::resolveExecutable("eu-stack", path_var);
+  if (!tool) {
+    method = "gdb";
+    tool = launch::resolveExecutable("gdb", path_var);
+  }
+  if (!tool) return;
+  std::map<pid_t, size_t> running;  // dumper pid -> index in stack_dumps
   for (auto& r : ranks_) {
     if (r->finished || !isAlive(r->pid)) continue;
-    // Python ranks get their dump from the SIGUSR1 shim; gdb sees only the interpreter.
+    // Python ranks get their dump from the SIGUSR1 shim; a native dump sees only the interpreter.
     if (exeName(r->pid).rfind("python", 0) == 0) continue;
     launch::SpawnSpec spec;
-    spec.executable = *gdb;
-    spec.argv = {"gdb", "-batch", "-nx", "-p", std::to_string(r->pid), "-ex", "thread apply all bt"};
+    spec.executable = *tool;
+    const std::string pid_text = std::to_string(r->pid);
+    if (method == "eu-stack") {
+      spec.argv = {"eu-stack", "-s", "-p", pid_text};  // -s: file:line:col under each frame
+    } else {
+      spec.argv = {"gdb", "-batch", "-nx", "-p", pid_text, "-ex", "thread apply all bt"};
+    }
     spec.env = launch::toEnvStrings(env);
     spec.stdout_path = layout_.rankStacks(r->rank);
     spec.stderr_path = spec.stdout_path;
@@ -95,25 +110,28 @@ void WatchLoop::requestStackDumps() {
     helper.pdeath_signal = SIGKILL;
     auto pid = launch::spawnProcess(spec, helper);
     if (!pid) {
-      note("gdb for rank " + std::to_string(r->rank) + ": " + pid.error().str());
+      note(method + " for rank " + std::to_string(r->rank) + ": " + pid.error().str());
       continue;
     }
     containment_.excludeHelper(*pid);
-    teardown_.stack_dumps.push_back({r->rank, r->pid, "gdb", spec.stdout_path, false});
+    teardown_.stack_dumps.push_back({r->rank, r->pid, method, spec.stdout_path, false});
     const size_t idx = teardown_.stack_dumps.size() - 1;
     running[*pid] = idx;
-    children_[*pid] = [this, idx, pid = *pid, &running](int status) {
-      teardown_.stack_dumps[idx].ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    children_[*pid] = [this, idx, pid = *pid, &running, method](int status) {
+      // eu-stack exits 1 when some frames could not be unwound (a thread in
+      // a library without unwind tables) but still printed the rest.
+      const int limit = method == "eu-stack" ? 1 : 0;
+      teardown_.stack_dumps[idx].ok = WIFEXITED(status) && WEXITSTATUS(status) <= limit;
       running.erase(pid);
       containment_.forgetHelper(pid);
     };
   }
   if (running.empty()) return;
-  timeline(std::nullopt, "gdb stack dumps of " + std::to_string(running.size()) + " rank(s)");
-  reapChildren();  // a gdb that already finished
+  timeline(std::nullopt, method + " stack dumps of " + std::to_string(running.size()) + " rank(s)");
+  reapChildren();  // a dumper that already finished
   runUntil([&] { return running.empty(); }, seconds(opts_.gdb_timeout_s));
   if (!running.empty()) {
-    timeline(std::nullopt, std::to_string(running.size()) + " gdb dump(s) cut off after " +
+    timeline(std::nullopt, std::to_string(running.size()) + " " + method + " dump(s) cut off after " +
                                secondsText(opts_.gdb_timeout_s) + " s");
     for (const auto& [pid, idx] : running) ::kill(pid, SIGKILL);
     runUntil([&] { return running.empty(); }, std::chrono::seconds(2));

@@ -184,6 +184,45 @@ TEST(StackDump, GdbBacktrace) {
   EXPECT_EQ(f->file, "/src/trainer/step.cc");  // gloo is library code
 }
 
+TEST(StackDump, EuStackBacktrace) {
+  // `eu-stack -s -p PID` of a reference-trainer rank waiting in a Gloo allreduce.
+  const std::string text =
+      "PID 28617 - process\n"
+      "TID 28617:\n"
+      "#0  0x00007f51d6ca3f16 __futex_abstimed_wait_common\n"
+      "    ./nptl/futex-internal.c:57:12\n"
+      "#1  0x00007f51d6ca65d8 pthread_cond_wait@@GLIBC_2.3.2\n"
+      "    ./nptl/pthread_cond_wait.c:503:10\n"
+      "#2  0x00007f51db2c2843 c10d::Work::wait(std::chrono::duration<long, std::ratio<1l, 1000l> >)\n"
+      "#3  0x00005645df4b7bb5 faultline::trainer::(anonymous namespace)::C10dComm<c10d::ProcessGroupGloo>::"
+      "allreduceSum(at::Tensor&)\n"
+      "    ../reference-trainer/comm.cc:70:19\n"
+      "#4  0x00005645df4bcb02 faultline::trainer::runTraining(faultline::trainer::Options const&, "
+      "faultline::trainer::RankEnv const&)\n"
+      "    ../reference-trainer/trainer.cc:328:26\n"
+      "#5  0x00005645df4b5bda main\n"
+      "    ../reference-trainer/main.cc:38:33\n"
+      "TID 28620:\n"
+      "#0  0x00007f51d6d1a26f __poll\n"
+      "#1  0x00007f51db27e8f3\n";
+  auto threads = parseStackDump(text);
+  ASSERT_EQ(threads.size(), 2u);
+  EXPECT_TRUE(threads[0].current);  // the main thread: TID == PID
+  EXPECT_FALSE(threads[1].current);
+  ASSERT_EQ(threads[0].frames.size(), 6u);
+  EXPECT_EQ(threads[0].frames[1].function, "pthread_cond_wait@@GLIBC_2.3.2");
+  EXPECT_EQ(threads[0].frames[2].function,
+            "c10d::Work::wait(std::chrono::duration<long, std::ratio<1l, 1000l> >)");
+  EXPECT_TRUE(threads[0].frames[2].file.empty());
+  EXPECT_EQ(threads[0].frames[3].file, "../reference-trainer/comm.cc");
+  EXPECT_EQ(threads[0].frames[3].line, 70);
+  EXPECT_EQ(threads[1].frames[1].function, "0x00007f51db27e8f3");  // no symbol
+  const PyFrame* f = userFrame(threads);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->file, "../reference-trainer/comm.cc");  // nptl is library code
+  EXPECT_EQ(f->line, 70);
+}
+
 TEST(StackDump, EmptyAndGarbage) {
   EXPECT_TRUE(parseStackDump("").empty());
   EXPECT_TRUE(parseStackDump("\xFF\xFE\n  File \"x\", line 1 in f\n").empty());  // frames before any thread
