@@ -38,13 +38,29 @@ const char* stepName(int step) {
   return "child setup";
 }
 
-[[noreturn]] void childFail(int fd, int step) {
-  ChildFailure f{step, errno};
-  (void)!::write(fd, &f, sizeof f);
-  ::_exit(127);
+// The child runs in the parent's memory until execve. It makes raw system
+// calls only: a libc wrapper that a sanitizer runtime (or any interposer)
+// replaces would update that runtime's state, which the child shares with
+// the parent (TSan's and ASan's sigaction interceptors keep the program's
+// handlers in a table of their own: a child resetting its dispositions
+// through them would reset the harness's). syscall(2) is not intercepted.
+// Returns the result, or -errno.
+long rawCall(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+  const long r = ::syscall(nr, a, b, c, d);
+  return r == -1 ? -errno : r;
 }
 
-// What the child needs, prepared before clone: after it, only async-signal-safe calls.
+[[noreturn]] void childExit(int code) {
+  for (;;) rawCall(SYS_exit_group, code);
+}
+
+[[noreturn]] void childFail(int fd, int step, long ret) {
+  ChildFailure f{step, static_cast<int>(-ret)};
+  (void)rawCall(SYS_write, fd, reinterpret_cast<long>(&f), sizeof f);
+  childExit(127);
+}
+
+// What the child needs, prepared before clone: after it, only raw system calls.
 struct ChildArgs {
   const SpawnSpec* spec;
   const Placement* placement;
@@ -56,36 +72,60 @@ struct ChildArgs {
 
 constexpr size_t kChildStackBytes = 64 * 1024;
 
-// Runs in the parent's memory on its own stack, until execve or _exit.
+// The kernel's struct sigaction for rt_sigaction (not libc's).
+struct KernelSigaction {
+  void (*handler)(int);
+  unsigned long flags;
+  void (*restorer)();
+  unsigned long mask;
+};
+
+// Runs in the parent's memory on its own stack, until execve or exit. Not
+// instrumented: its stores would be attributed to the suspended parent thread.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__clang__)
+__attribute__((no_sanitize("address", "thread", "undefined")))
+#endif
 int childMain(void* p) {
   const ChildArgs& a = *static_cast<const ChildArgs*>(p);
   const int report = a.report_fd;
+  long ret;
   // Into the run's cgroup first, so that everything this process ever
   // forks is contained from its first instruction on.
-  if (a.placement->cgroup_procs_fd >= 0 && ::write(a.placement->cgroup_procs_fd, "0", 1) != 1) {
-    childFail(report, kStepCgroup);
+  if (a.placement->cgroup_procs_fd >= 0 &&
+      (ret = rawCall(SYS_write, a.placement->cgroup_procs_fd, reinterpret_cast<long>("0"), 1)) != 1) {
+    childFail(report, kStepCgroup, ret < 0 ? ret : -EIO);
   }
   if (a.placement->pdeath_signal != 0) {
-    if (::prctl(PR_SET_PDEATHSIG, a.placement->pdeath_signal) != 0) childFail(report, kStepPdeath);
-    if (::getppid() != a.parent) ::_exit(127);  // the harness died before prctl took effect
+    if ((ret = rawCall(SYS_prctl, PR_SET_PDEATHSIG, a.placement->pdeath_signal)) != 0) childFail(report, kStepPdeath, ret);
+    if (rawCall(SYS_getppid) != a.parent) childExit(127);  // the harness died before prctl took effect
   }
-  if (a.placement->new_process_group && ::setpgid(0, 0) != 0) childFail(report, kStepPgid);
+  if (a.placement->new_process_group && (ret = rawCall(SYS_setpgid, 0, 0)) != 0) childFail(report, kStepPgid, ret);
   // The harness handles SIGINT/SIGTERM/SIGCHLD; give the child default
   // dispositions, and only then an empty mask (signals are blocked until here).
+  KernelSigaction dfl{};
+  dfl.handler = SIG_DFL;
   for (int s = 1; s < NSIG; ++s) {
-    if (s != SIGKILL && s != SIGSTOP) ::signal(s, SIG_DFL);
+    if (s != SIGKILL && s != SIGSTOP) rawCall(SYS_rt_sigaction, s, reinterpret_cast<long>(&dfl), 0, sizeof(unsigned long));
   }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (::dup2(a.null_fd, 0) < 0 || ::dup2(a.out_fd, 1) < 0 || ::dup2(a.err_fd, 2) < 0) childFail(report, kStepStdio);
-  if (!a.spec->cwd.empty() && ::chdir(a.spec->cwd.c_str()) != 0) childFail(report, kStepCwd);
+  unsigned long none = 0;
+  rawCall(SYS_rt_sigprocmask, SIG_SETMASK, reinterpret_cast<long>(&none), 0, sizeof none);
+  const int stdio[3][2] = {{a.null_fd, 0}, {a.out_fd, 1}, {a.err_fd, 2}};
+  for (const auto& fd : stdio) {
+    // dup3 (dup2 is x86-only as a system call) refuses from == to; then only
+    // the close-on-exec flag has to go.
+    ret = fd[0] == fd[1] ? rawCall(SYS_fcntl, fd[1], F_SETFD, 0) : rawCall(SYS_dup3, fd[0], fd[1], 0);
+    if (ret < 0) childFail(report, kStepStdio, ret);
+  }
+  if (!a.spec->cwd.empty() && (ret = rawCall(SYS_chdir, reinterpret_cast<long>(a.spec->cwd.c_str()))) != 0) {
+    childFail(report, kStepCwd, ret);
+  }
   // Nothing of the harness leaks into the rank (the guardian pipe above all:
   // a rank holding it would keep the guardian from seeing the harness die).
-  if (report > 3) ::syscall(SYS_close_range, 3, report - 1, 0);
-  ::syscall(SYS_close_range, report + 1, ~0U, 0);
-  ::execve(a.spec->executable.c_str(), a.argv, a.envp);
-  childFail(report, kStepExec);
+  if (report > 3) rawCall(SYS_close_range, 3, report - 1, 0);
+  rawCall(SYS_close_range, report + 1, ~0U, 0);
+  ret = rawCall(SYS_execve, reinterpret_cast<long>(a.spec->executable.c_str()), reinterpret_cast<long>(a.argv),
+                reinterpret_cast<long>(a.envp));
+  childFail(report, kStepExec, ret);
 }
 
 }  // namespace
