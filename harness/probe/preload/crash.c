@@ -115,15 +115,23 @@ static void report(int sig, const siginfo_t *info, const void *ucontext) {
   Dl_info self;
   const int have_self = dladdr(&g_reported, &self) != 0; /* any object of ours names the library */
   /* The handler's own frames and the kernel's signal trampoline say nothing
-   * about the crash: the stack starts at the faulting frame. */
+   * about the crash: the stack starts at the faulting frame. A sanitizer
+   * runtime's frame may come before ours (backtrace() is intercepted in ASan
+   * builds), so the faulting pc from the signal context is looked for among
+   * the top frames; without it, everything up to the last of our own frames
+   * near the top is skipped. */
   int first = 0;
-  Dl_info where;
-  while (first < n && have_self && dladdr(addrs[first], &where) != 0 && where.dli_fbase == self.dli_fbase) ++first;
   const uintptr_t pc = faultingPc(ucontext);
-  for (int i = first; pc && i < n && i < first + 3; ++i) {
-    if ((uintptr_t)addrs[i] == pc) {
-      first = i;
-      break;
+  int at_pc = -1;
+  for (int i = 0; pc && i < n && i < 16 && at_pc < 0; ++i) {
+    if ((uintptr_t)addrs[i] == pc) at_pc = i;
+  }
+  if (at_pc >= 0) {
+    first = at_pc;
+  } else {
+    Dl_info where;
+    for (int i = 0; have_self && i < n && i < 8; ++i) {
+      if (dladdr(addrs[i], &where) != 0 && where.dli_fbase == self.dli_fbase) first = i + 1;
     }
   }
   int out = 0;
