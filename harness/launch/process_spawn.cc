@@ -45,16 +45,25 @@ const char* stepName(int step) {
 // handlers in a table of their own: a child resetting its dispositions
 // through them would reset the harness's). syscall(2) is not intercepted.
 // Returns the result, or -errno.
-long rawCall(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
+// Not instrumented either: the child's stores would be attributed to the
+// suspended parent thread, and ASan warns about a noreturn call on a stack it
+// does not know.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__clang__)
+#define FL_CHILD_CODE __attribute__((no_sanitize("address", "thread", "undefined")))
+#else
+#define FL_CHILD_CODE
+#endif
+
+FL_CHILD_CODE long rawCall(long nr, long a = 0, long b = 0, long c = 0, long d = 0) {
   const long r = ::syscall(nr, a, b, c, d);
   return r == -1 ? -errno : r;
 }
 
-[[noreturn]] void childExit(int code) {
+[[noreturn]] FL_CHILD_CODE void childExit(int code) {
   for (;;) rawCall(SYS_exit_group, code);
 }
 
-[[noreturn]] void childFail(int fd, int step, long ret) {
+[[noreturn]] FL_CHILD_CODE void childFail(int fd, int step, long ret) {
   ChildFailure f{step, static_cast<int>(-ret)};
   (void)rawCall(SYS_write, fd, reinterpret_cast<long>(&f), sizeof f);
   childExit(127);
@@ -80,12 +89,8 @@ struct KernelSigaction {
   unsigned long mask;
 };
 
-// Runs in the parent's memory on its own stack, until execve or exit. Not
-// instrumented: its stores would be attributed to the suspended parent thread.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(__clang__)
-__attribute__((no_sanitize("address", "thread", "undefined")))
-#endif
-int childMain(void* p) {
+// Runs in the parent's memory on its own stack, until execve or exit.
+FL_CHILD_CODE int childMain(void* p) {
   const ChildArgs& a = *static_cast<const ChildArgs*>(p);
   const int report = a.report_fd;
   long ret;
