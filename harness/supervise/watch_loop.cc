@@ -372,7 +372,9 @@ void WatchLoop::shownLife(int rank) {
 // core. That is no hang. Once a rank has shown life the usual rules apply; a
 // rank that never does is bounded by --deadline. A silent rank that has
 // stopped using CPU (blocked before its first output) is not exempt: the hang
-// is then reported one hang timeout later than otherwise.
+// is then reported one hang timeout later than otherwise. "Using CPU" is at
+// least two clock ticks (20 ms) since the last look: a blocked process's
+// idle threads (a watchdog waking now and then) can add one.
 bool WatchLoop::ranksStillStarting() {
   std::vector<pid_t> silent;
   for (const auto& r : ranks_) {
@@ -384,7 +386,7 @@ bool WatchLoop::ranksStillStarting() {
   for (auto& r : ranks_) {
     if (r->finished || r->shown_life) continue;
     auto it = ticks.find(r->pid);
-    if (it == ticks.end() || it->second <= r->cpu_ticks) continue;
+    if (it == ticks.end() || it->second < r->cpu_ticks + 2) continue;
     r->cpu_ticks = it->second;
     starting = true;
     if (!r->starting_noted) {
