@@ -120,14 +120,16 @@ Evidence evidenceFromEvent(const Event& e) {
     if (contains(f, "/libc.so") || contains(f, "libstdc++") || contains(f, "libgcc") || contains(f, "libpthread")) {
       continue;
     }
-    std::string_view fn = f.substr(0, std::min(f.find("+0x"), f.find(" (")));
+    // The probe's signal handler writes mangled names (demangling allocates,
+    // which a handler must not); its terminate handler writes them demangled.
+    const std::string fn = demangle(std::string(f.substr(0, std::min(f.find("+0x"), f.find(" (")))));
     if (fn.empty() || contains(fn, "fl_probe") || contains(fn, "faultline::probe") || startsWith(fn, "__") ||
         startsWith(fn, "_start") || fn == "main" || contains(fn, "raise") || contains(fn, "abort") ||
         contains(fn, "pthread_") || contains(fn, "std::terminate") || contains(fn, "__cxxabi")) {
       continue;
     }
     if (ev.function.empty()) {
-      ev.function = demangle(std::string(fn));
+      ev.function = fn;
       // "ns::fn(long, argument, list)" reads better as "ns::fn(...)" in a one-line summary.
       const size_t paren = ev.function.find('(');
       if (ev.function.size() > 60 && paren != std::string::npos) ev.function = ev.function.substr(0, paren) + "(...)";

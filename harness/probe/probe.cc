@@ -194,8 +194,11 @@ void emit(LineBuf& b) {
 
 constexpr size_t kLine = 4096;
 
-// Fills `frames` with symbolised native frames; returns the count.
-int captureFrames(char (*frames)[256], int max, int skip) {
+// Fills `frames` with symbolised native frames; returns the count. In a
+// signal handler `demangle` must be false: __cxa_demangle allocates, and the
+// fault may have come from inside malloc (TSan: "signal-unsafe call inside of
+// a signal"). Diagnosis demangles the names it shows.
+int captureFrames(char (*frames)[256], int max, int skip, bool demangle) {
   void* addrs[64];
   int n = ::backtrace(addrs, 64);
   int out = 0;
@@ -210,7 +213,7 @@ int captureFrames(char (*frames)[256], int max, int skip) {
       if (info.dli_sname) {
         f.raw(" ");
         int status = -1;
-        char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+        char* demangled = demangle ? abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status) : nullptr;
         f.raw(status == 0 && demangled ? demangled : info.dli_sname);
         std::free(demangled);
         f.raw("+0x");
@@ -263,9 +266,9 @@ void emitError(const char* kind, const char* type, const char* message, const ch
 }
 
 void reportWithBacktrace(const char* kind, const char* type, const char* message, const char* file, int line,
-                         int skip) {
+                         int skip, bool in_signal_handler) {
   static char frames[48][256];
-  int n = captureFrames(frames, 48, skip);
+  int n = captureFrames(frames, 48, skip, !in_signal_handler);
   const char* ptrs[48];
   for (int i = 0; i < n; ++i) ptrs[i] = frames[i];
   emitError(kind, type, message, file, line, ptrs, static_cast<size_t>(n));
@@ -297,7 +300,7 @@ void onFatalSignal(int sig, siginfo_t* info, void*) {
   // After a terminate handler reported the exception, its abort() adds nothing.
   if (!g_error_reported.exchange(true)) {
     char msg[128];
-    reportWithBacktrace("signal", signalType(sig), signalMessage(sig, info, msg, sizeof msg), nullptr, 0, 2);
+    reportWithBacktrace("signal", signalType(sig), signalMessage(sig, info, msg, sizeof msg), nullptr, 0, 2, true);
   }
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -358,7 +361,8 @@ void onTerminate() {
     std::string file;
     int line = 0;
     sourceLocation(what, file, line);
-    reportWithBacktrace("cpp_exception", type.c_str(), what.c_str(), file.empty() ? nullptr : file.c_str(), line, 2);
+    reportWithBacktrace("cpp_exception", type.c_str(), what.c_str(), file.empty() ? nullptr : file.c_str(), line, 2,
+                        false);
   }
   if (g_previous_terminate) g_previous_terminate();
   std::abort();
