@@ -120,7 +120,7 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
     Both launchers run the trainer with the same --collective-timeout (Gloo's
     timeout in the waiting peers). faultline: from the fault to `faultline exec`
     returning with a report whose root cause names rank 1 (hang timeout
-    `hang_timeout_s`, gdb stacks of the stuck ranks included). torchrun: from
+    `hang_timeout_s`, native stacks of the stuck ranks included). torchrun: from
     the fault to torchrun returning (the peers' Gloo timeout, then its monitor)."""
     args = [t.trainer, "--steps", "10", "--hidden", "16", "--collective-timeout", str(collective_timeout_s),
             "--fault", "hung_collective", "--fault-rank", "1", "--fault-step", "3"]
@@ -139,8 +139,10 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
         out["faultline"].append({
             "report_ms": since(w.t_end_ns, t0) if named else None,
             "detected_ms": since(trigger_ns, t0) if named else None,
-            # gdb gets gdb_timeout_s (5 s) for the stacks of the stuck ranks; a loaded machine uses it up.
+            # The native dumps (eu-stack, else gdb) get 5 s for the stuck ranks' stacks.
             "gdb_cut_off": any("cut off" in e.get("what", "") for e in report.get("timeline", [])),
+            "stack_tool": next((w for e in report.get("timeline", []) for w in ("eu-stack", "gdb")
+                                if e.get("what", "").startswith(w + " stack dumps")), None),
             "root_cause": [rc.get("kind"), rc.get("rank")]})
         d = t.work(f"tr-hang-{i}")
         env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))

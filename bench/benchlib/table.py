@@ -89,9 +89,10 @@ def result_rows(r):
                         f"vs torchrun ending the job (Gloo timeout {c['collective_timeout_s']} s)",
                         col(c["faultline"], "report_ms"), col(c["torchrun"], "ended_ms"), reps=len(c["faultline"]),
                         note="reference trainer, %d ranks, hung_collective at rank 1, timed from its fault event; "
-                             "faultline detected the hang after %s ms, then took gdb stacks of the stuck ranks (cut off "
-                             "at 5 s in %d of %d); laggard named in %d of %d"
+                             "faultline detected the hang after %s ms, then took native stacks of the stuck ranks with %s (cut "
+                             "off at 5 s in %d of %d); laggard named in %d of %d"
                              % (c["world"], fmt(col(c["faultline"], "detected_ms")),
+                                "/".join(sorted({x.get("stack_tool") or "gdb" for x in c["faultline"]})),
                                 sum(1 for x in c["faultline"] if x.get("gdb_cut_off")), len(c["faultline"]),
                                 sum(1 for x in c["faultline"] if x["report_ms"] is not None), len(c["faultline"]))))
     if "launch" in r:
