@@ -62,7 +62,6 @@ std::optional<std::string> regexNumberError(const std::string& re) {
   return std::nullopt;
 }
 
-
 namespace fs = std::filesystem;
 using nlohmann::json;
 
