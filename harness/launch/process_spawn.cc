@@ -15,6 +15,15 @@
 #include <csignal>
 #include <cstring>
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FL_HAS_TSAN 1
+#endif
+#endif
+#ifndef FL_HAS_TSAN
+#define FL_HAS_TSAN 0
+#endif
+
 namespace faultline::launch {
 namespace {
 
@@ -212,7 +221,16 @@ Result<PendingSpawn> startSpawn(const SpawnSpec& spec, const Placement& placemen
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
+#if defined(__SANITIZE_THREAD__) || FL_HAS_TSAN
+  // TSan intercepts clone() and treats the child as a forked process: in a
+  // CLONE_VM child its after-fork reset runs on the harness's own runtime
+  // state, after which the harness lost SIGCHLDs (ranks whose exit was never
+  // seen). TSan builds fork instead; the exec pipe keeps the same semantics.
+  const pid_t pid = ::fork();
+  if (pid == 0) childMain(&args);
+#else
   const pid_t pid = ::clone(childMain, stack.data() + stack.size(), CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+#endif
   const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) {
