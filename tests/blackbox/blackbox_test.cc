@@ -356,7 +356,18 @@ TEST_F(Blackbox, ShimChangesNeitherOutputNorExitStatusOfACleanRun) {
                                d / "log");
     EXPECT_EQ(s, std::string(code) == "0" ? 0 : 1);
     const json rr = readJson(d / "run/report.json");
-    for (int rank = 0; rank < 2; ++rank) EXPECT_EQ(rr["ranks"][rank]["exit_code"], std::atoi(code));
+    // A rank still starting Python when the other one has exited 3 is torn
+    // down first (SIGTERM): the first failure ends a builtin run.
+    int passed_through = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      const json& rk = rr["ranks"][rank];
+      if (rk["exit_code"] == std::atoi(code)) {
+        ++passed_through;
+      } else {
+        EXPECT_TRUE(std::string(code) != "0" && rk["role"] == "killed_by_teardown") << rk.dump();
+      }
+    }
+    EXPECT_GE(passed_through, 1) << rr["ranks"].dump();
     EXPECT_TRUE(rr["instruments"]["python_shim"].is_string());
   }
 }
