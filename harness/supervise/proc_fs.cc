@@ -65,46 +65,52 @@ bool isAlive(pid_t pid) {
   return st && st->state != 'Z' && st->state != 'X';
 }
 
-std::vector<pid_t> descendantsOf(pid_t root) {
-  std::multimap<pid_t, pid_t> children;
-  for (pid_t p : listPids()) {
-    if (auto st = readStat(p)) children.emplace(st->ppid, p);
-  }
-  std::vector<pid_t> out;
-  std::vector<pid_t> todo{root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
-    auto [b, e] = children.equal_range(p);
-    for (auto it = b; it != e; ++it) {
-      out.push_back(it->second);
-      todo.push_back(it->second);
-    }
-  }
-  return out;
-}
+namespace {
 
-std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
-  std::map<pid_t, uint64_t> own;
-  std::multimap<pid_t, pid_t> children;
-  for (pid_t p : listPids()) {
-    if (auto st = readStat(p)) {
-      own[p] = st->cpu_ticks;
-      children.emplace(st->ppid, p);
+// One pass over /proc: every process's parent and CPU ticks.
+struct ProcessTable {
+  std::multimap<pid_t, pid_t> children;  // ppid -> pid
+  std::map<pid_t, uint64_t> cpu_ticks;
+
+  ProcessTable() {
+    for (pid_t p : listPids()) {
+      if (auto st = readStat(p)) {
+        children.emplace(st->ppid, p);
+        cpu_ticks[p] = st->cpu_ticks;
+      }
     }
   }
-  std::map<pid_t, uint64_t> out;
-  for (pid_t root : roots) {
-    auto it = own.find(root);
-    if (it == own.end()) continue;
-    uint64_t total = 0;
+
+  // Every process below root (not root itself), by the ppid chain.
+  std::vector<pid_t> below(pid_t root) const {
+    std::vector<pid_t> out;
     std::vector<pid_t> todo{root};
     while (!todo.empty()) {
       const pid_t p = todo.back();
       todo.pop_back();
-      total += own[p];
       auto [b, e] = children.equal_range(p);
-      for (auto c = b; c != e; ++c) todo.push_back(c->second);
+      for (auto it = b; it != e; ++it) {
+        out.push_back(it->second);
+        todo.push_back(it->second);
+      }
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::vector<pid_t> descendantsOf(pid_t root) { return ProcessTable().below(root); }
+
+std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
+  const ProcessTable table;
+  std::map<pid_t, uint64_t> out;
+  for (pid_t root : roots) {
+    auto it = table.cpu_ticks.find(root);
+    if (it == table.cpu_ticks.end()) continue;
+    uint64_t total = it->second;
+    for (pid_t p : table.below(root)) {
+      if (auto t = table.cpu_ticks.find(p); t != table.cpu_ticks.end()) total += t->second;
     }
     out[root] = total;
   }
