@@ -23,7 +23,7 @@ std::string stackOwnReport(const Report& r) {
                      : r.launcher.exit_code ? "exit " + std::to_string(*r.launcher.exit_code)
                                             : "";
   if (!r.extra.contains("launcher_root_cause_rank") || !r.extra["launcher_root_cause_rank"].is_number_integer()) {
-    if (r.stack.launcher == "builtin") return "(faultline's own launcher)";
+    if (r.stack.launcher.rfind("builtin", 0) == 0) return "(faultline's own launcher)";
     return exit.empty() ? "no root cause named" : exit + ", no root cause named";
   }
   const int blamed = r.extra["launcher_root_cause_rank"].get<int>();
@@ -44,6 +44,18 @@ std::string leftovers(const Report& r) {
   if (!r.teardown.survivors.empty()) out += std::to_string(r.teardown.survivors.size()) + " survivor(s)";
   if (!r.teardown.leaks.empty()) out += (out.empty() ? "" : ", ") + std::to_string(r.teardown.leaks.size()) + " leak(s)";
   return "**" + out + "**";
+}
+
+// "pass ✓", "fail ✗", "unsupported": the matrix's short form.
+std::string matrixCell(const Report& r) {
+  std::string cell = verdictName(r.verdict);
+  if (r.verdict == Verdict::kUnsupported || r.stack.launcher.rfind("builtin", 0) == 0) return cell;
+  if (!r.extra.contains("launcher_root_cause_rank") || !r.extra["launcher_root_cause_rank"].is_number_integer()) {
+    return cell + " –";
+  }
+  const int blamed = r.extra["launcher_root_cause_rank"].get<int>();
+  if (!r.root_cause || !r.root_cause->rank) return cell + " (blamed " + std::to_string(blamed) + ")";
+  return cell + (blamed == *r.root_cause->rank ? " ✓" : " ✗");
 }
 
 }  // namespace
@@ -69,6 +81,22 @@ std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>&
     << "*right rank* is the scenario's `root_cause.rank` expectation; *teardown* is the time\n"
     << "from the first failure to every process gone; *leftovers* are processes or\n"
     << "resources still there afterwards.\n\n";
+  // The matrix first: one column per stack and torch version.
+  o << "| scenario |";
+  for (const auto& [stack, suite] : stacks) o << " " << stack << " |";
+  o << "\n|---|";
+  for (size_t i = 0; i < stacks.size(); ++i) o << "---|";
+  o << "\n";
+  for (const auto& name : order) {
+    o << "| " << markdownCell(name) << " |";
+    for (const auto& [stack, suite] : stacks) {
+      auto it = by[name].find(stack);
+      o << " " << (it == by[name].end() ? "—" : matrixCell(it->second->report)) << " |";
+    }
+    o << "\n";
+  }
+  o << "\nA cell is faultline's verdict, then what the stack itself blamed (✓ the right rank,\n"
+    << "✗ another one, – none named). The rows below say more.\n\n";
   o << "| scenario | stack | verdict | detected | stack's own report | right rank | teardown | leftovers |\n"
     << "|---|---|---|---|---|---|---|---|\n";
   for (const auto& name : order) {

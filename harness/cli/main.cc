@@ -14,6 +14,8 @@
 #include "harness/cli/explain_command.h"
 #include "harness/cli/report_command.h"
 #include "harness/cli/scenario_command.h"
+#include "harness/cli/stacks_command.h"
+#include "harness/launch/stacks.h"
 
 namespace {
 
@@ -61,13 +63,19 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("RUN_DIR", run_dir)->required();
   explain_cmd->add_flag("--json", json, "print the report as JSON");
 
-  const std::vector<std::string> kStacks = {"builtin", "torchrun", "launch", "spawn", "external"};
+  // builtin, torchrun, launch, spawn, external; all but external optionally @MAJOR.MINOR.
+  auto stack_name = CLI::Validator(
+      [](std::string& v) {
+        auto parsed = faultline::launch::parseStackName(v);
+        return parsed ? std::string() : parsed.error().message;
+      },
+      "STACK[@MAJOR.MINOR]");
   std::vector<std::string> run_files;
   ScenarioRunOptions run_opts;
   run_opts.out_dir = "faultline-out";
   auto* run_cmd = app.add_subcommand("run", "run scenarios and judge their expectations");
   run_cmd->add_option("SCENARIO", run_files, "scenario .toml files")->required();
-  run_cmd->add_option("--stack", run_opts.stack, "run on this stack instead of the scenario's own")->check(CLI::IsMember(kStacks));
+  run_cmd->add_option("--stack", run_opts.stack, "run on this stack instead of the scenario's own")->check(stack_name);
   run_cmd->add_option("-o,--out", run_opts.out_dir, "run directory");
   bool run_no_instrument = false;
   run_cmd->add_flag("--no-instrument", run_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
@@ -77,7 +85,7 @@ int main(int argc, char** argv) {
   auto* suite_cmd = app.add_subcommand("suite", "run a catalog of scenarios in parallel");
   suite_cmd->add_option("PATH", suite.paths, "scenario files or directories (default: scenarios)");
   suite_cmd->add_option("--tag", suite.tags, "only scenarios with this tag (repeatable)");
-  suite_cmd->add_option("--stack", suite.run.stack, "run every scenario on this stack")->check(CLI::IsMember(kStacks));
+  suite_cmd->add_option("--stack", suite.run.stack, "run every scenario on this stack")->check(stack_name);
   suite_cmd->add_option("-j,--jobs", suite.jobs, "scenarios at a time (default: the number of cores)")->check(CLI::PositiveNumber);
   suite_cmd->add_option("-o,--out", suite.run.out_dir, "suite directory");
   bool suite_no_instrument = false;
@@ -88,6 +96,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> list_paths;
   auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");
   list_cmd->add_option("PATH", list_paths, "scenario files or directories (default: scenarios)");
+
+  bool stacks_json = false;
+  auto* stacks_cmd = app.add_subcommand("stacks", "list the stacks this machine can drive and whether each works");
+  stacks_cmd->add_flag("--json", stacks_json, "print them as JSON");
 
   std::string report_dir;
   auto* report_cmd = app.add_subcommand("report", "re-render report files from report.json");
@@ -125,7 +137,7 @@ int main(int argc, char** argv) {
       return 3;
     }
   }
-  if ((*run_cmd || *suite_cmd || *list_cmd || *report_cmd) && !command.empty()) {
+  if ((*run_cmd || *suite_cmd || *list_cmd || *report_cmd || *stacks_cmd) && !command.empty()) {
     std::cerr << "faultline: unexpected arguments after --\n";
     return 2;
   }
@@ -150,6 +162,7 @@ int main(int argc, char** argv) {
     }
     if (*list_cmd) return listCommand(list_paths.empty() ? std::vector<std::string>{"scenarios"} : list_paths, std::cout, std::cerr);
     if (*report_cmd) return runReport(report_dir, std::cout, std::cerr);
+    if (*stacks_cmd) return stacksCommand(self, stacks_json, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "faultline: internal error: " << e.what() << "\n";
     return 3;

@@ -23,6 +23,7 @@
 #include "harness/judge/judge.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
+#include "harness/launch/stacks.h"
 #include "reports/render.h"
 
 extern char** environ;
@@ -101,28 +102,25 @@ launch::Instruments findInstruments(const std::string& self_exe) {
   return in;
 }
 
+std::string findTrainerDir(const std::string& self_exe) {
+  const fs::path bin = fs::path(self_exe).parent_path();
+  // The build tree (build/harness/cli/faultline -> build/reference-trainer/)
+  // and an installed layout (bin/faultline beside bin/faultline-trainer-torchX.Y).
+  std::error_code ec;
+  for (const fs::path& c : {bin / "../../reference-trainer", bin}) {
+    if (fs::exists(c / "faultline-trainer", ec) || fs::exists(c / "faultline-trainer-torch1.13", ec)) {
+      return fs::canonical(c, ec).string();
+    }
+  }
+  return fs::exists(bin / "../../reference-trainer", ec) ? fs::canonical(bin / "../../reference-trainer", ec).string()
+                                                         : bin.string();
+}
+
 launch::Tools findTools(const std::string& self_exe) {
   launch::Tools t;
   t.instruments = findInstruments(self_exe);
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v && *v ? v : "";
-  };
-  if (auto v = env("FAULTLINE_TRAINER"); !v.empty()) {
-    t.trainer = v;
-  } else {
-    const fs::path bin = fs::path(self_exe).parent_path();
-    // The build tree (build/harness/cli/faultline -> build/reference-trainer/)
-    // and an installed layout (bin/faultline beside bin/faultline-trainer).
-    for (const fs::path& c : {bin / "../../reference-trainer/faultline-trainer", bin / "faultline-trainer"}) {
-      if (fs::exists(c)) {
-        t.trainer = fs::canonical(c).string();
-        break;
-      }
-    }
-  }
-  if (auto v = env("FAULTLINE_TORCHRUN"); !v.empty()) t.torchrun = v;
-  if (auto v = env("FAULTLINE_PYTHON"); !v.empty()) t.python = v;
+  if (const char* v = std::getenv("FAULTLINE_TRAINER"); v && *v) t.trainer_override = v;
+  t.torches = launch::discoverTorch(launch::torchInterpreterCandidates(), findTrainerDir(self_exe));
   return t;
 }
 
@@ -140,6 +138,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
   const auto plan = launch::planStack(s, opts.stack, opts.tools, run_dir, port ? *port : 29500, dirOf(s.file));
   if (plan.unsupported) {
     report.stack.launcher = plan.stack;
+    report.stack.torch = plan.torch;
     report.stack.world_size = s.stack.world_size;
     report.verdict = Verdict::kUnsupported;
     report.extra["unsupported_reason"] = *plan.unsupported;
@@ -157,6 +156,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     } else {
       report = std::move(observed->report);
       report.stack.launcher = plan.stack;
+      report.stack.torch = plan.torch;
       report.expectations = judge::judgeAll(s.expect, toJson(report));
       report.verdict = observed->interrupted ? Verdict::kIncomplete : judge::verdictOf(report.expectations);
     }
@@ -381,12 +381,20 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
 
 int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.run.stack.empty()) {
-    err << "faultline suite: --catalog runs the builtin and torchrun stacks itself; drop --stack\n";
+    err << "faultline suite: --catalog runs every stack of `faultline stacks` itself; drop --stack\n";
     return 2;
+  }
+  // Every stack this machine has: builtin, torchrun, launch and spawn at each
+  // torch version (a builtin without a reference trainer still runs the
+  // Python scenarios); external is each scenario's own command.
+  std::vector<std::string> names;
+  for (const auto& a : launch::availableStacks(o.run.tools.torches, /*check=*/false)) {
+    if (a.name == "external") continue;
+    if (a.problem.empty() || a.name.rfind("builtin@", 0) == 0) names.push_back(a.name);
   }
   std::vector<std::pair<std::string, reports::Suite>> stacks;
   int status = 0;
-  for (const std::string stack : {"builtin", "torchrun"}) {
+  for (const std::string& stack : names) {
     SuiteOptions one = o;
     one.catalog.clear();
     one.run.stack = stack;

@@ -41,10 +41,16 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
 int suiteCommand(const SuiteOptions& opts, std::ostream& out, std::ostream& err);
 int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
 
-// Where the reference trainer and the stacks' programs are, from the
-// environment (FAULTLINE_TRAINER, FAULTLINE_TORCHRUN, FAULTLINE_PYTHON) or
-// next to the faultline binary; the instruments as findInstruments says.
+// The stacks' programs: the torch installs (launch::discoverTorch over
+// FAULTLINE_PYTHONS or the default interpreters), each with the reference
+// trainer built against it next to the faultline binary
+// (faultline-trainer-torchMAJOR.MINOR), FAULTLINE_TRAINER overriding that for
+// every version; the instruments as findInstruments says.
 launch::Tools findTools(const std::string& self_exe);
+
+// Where the reference trainers are: build/reference-trainer in the build tree,
+// else the faultline binary's own directory.
+std::string findTrainerDir(const std::string& self_exe);
 
 // The black-box instruments (docs/BLACKBOX.md): FAULTLINE_SHIM_DIR and
 // FAULTLINE_PRELOAD when set (an empty value turns that one off), else next to

@@ -13,7 +13,11 @@
 
 #include <cerrno>
 #include <csignal>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
@@ -258,6 +262,66 @@ Result<pid_t> finishSpawn(PendingSpawn& pending) {
                 pending.executable);
   }
   return pending.pid;
+}
+
+}  // namespace faultline::launch
+
+namespace faultline::launch {
+
+bool CommandResult::ok() const { return WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0; }
+
+Result<CommandResult> runToCompletion(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                      double timeout_s) {
+  if (argv.empty()) return fail(ErrorCode::kBadUsage, "no command to run");
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string dir = std::string(tmp && *tmp ? tmp : "/tmp");
+  std::string paths[2] = {dir + "/faultline-out-XXXXXX", dir + "/faultline-err-XXXXXX"};
+  for (auto& path : paths) {
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0) return fail(ErrorCode::kSystem, std::string("mkstemp failed: ") + std::strerror(errno), path);
+    ::close(fd);
+  }
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    ::unlink(path.c_str());
+    return text;
+  };
+  SpawnSpec spec;
+  spec.executable = argv[0];
+  spec.argv = argv;
+  spec.env = env;
+  spec.stdout_path = paths[0];
+  spec.stderr_path = paths[1];
+  Placement helper;  // dies with the harness
+  helper.pdeath_signal = SIGKILL;
+  auto pid = spawnProcess(spec, helper);
+  if (!pid) {
+    slurp(paths[0]);
+    slurp(paths[1]);
+    return tl::unexpected(pid.error());
+  }
+  CommandResult result;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  bool timed_out = false;
+  for (;;) {
+    const pid_t r = ::waitpid(*pid, &result.wait_status, WNOHANG);
+    if (r == *pid || (r < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      ::kill(*pid, SIGKILL);
+      while (::waitpid(*pid, &result.wait_status, 0) < 0 && errno == EINTR) {
+      }
+      timed_out = true;
+      break;
+    }
+    ::usleep(2000);  // helpers of tens of milliseconds; polling leaves SIGCHLD to the caller
+  }
+  result.out = slurp(paths[0]);
+  result.err = slurp(paths[1]);
+  if (timed_out) {
+    return fail(ErrorCode::kSystem, argv[0] + " timed out after " + std::to_string(static_cast<int>(timeout_s)) + " s");
+  }
+  return result;
 }
 
 }  // namespace faultline::launch

@@ -47,6 +47,18 @@ struct PendingSpawn {
 Result<PendingSpawn> startSpawn(const SpawnSpec& spec, const Placement& placement);
 Result<pid_t> finishSpawn(PendingSpawn& pending);
 
+// A short helper command run to completion outside any run (an interpreter
+// asked for its torch, a launcher's --help): its wait status and what it
+// wrote. Killed after `timeout_s` (then kSystem, "timed out").
+struct CommandResult {
+  int wait_status = 0;  // as waitpid gives it
+  std::string out;      // stdout
+  std::string err;      // stderr
+  bool ok() const;      // exited 0
+};
+Result<CommandResult> runToCompletion(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                                      double timeout_s);
+
 // Looks name up in PATH (as execvp would) and returns an absolute path;
 // kBadUsage when there is no such executable.
 Result<std::string> resolveExecutable(const std::string& name, const std::string& path_var);

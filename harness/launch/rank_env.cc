@@ -31,9 +31,31 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
   env["WORLD_SIZE"] = std::to_string(p.world_size);
   env["LOCAL_WORLD_SIZE"] = std::to_string(p.world_size);
   env["GROUP_RANK"] = "0";
+  env["GROUP_WORLD_SIZE"] = "1";
+  // One role, as torchrun's default ("default"): role rank and size are the global ones.
+  env["ROLE_NAME"] = "default";
+  env["ROLE_RANK"] = std::to_string(p.rank);
+  env["ROLE_WORLD_SIZE"] = std::to_string(p.world_size);
   env["MASTER_ADDR"] = "127.0.0.1";
   env["MASTER_PORT"] = std::to_string(p.master_port);
   env["TORCHELASTIC_ERROR_FILE"] = layout.rankErrorFile(p.rank);
+  env["TORCHELASTIC_RUN_ID"] = p.run_id;
+  env["TORCHELASTIC_RESTART_COUNT"] = "0";
+  env["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  // No agent hosts a store here: rank 0's TCPStore is the store. torch 2.x
+  // reads "True" as "connect to the agent's store as a client" and would wait
+  // for a server nobody starts.
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  // torchrun 2.x and 1.13 default these to 1 unless the user set them.
+  env.try_emplace("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1");
+  env.try_emplace("NCCL_ASYNC_ERROR_HANDLING", "1");
+  // torchrun 2.x exports the signals its agent turns into a clean shutdown;
+  // they are the ones the harness tears a run down on, too.
+  env.try_emplace("TORCHELASTIC_SIGNALS_TO_HANDLE", "SIGTERM,SIGINT,SIGHUP,SIGQUIT");
+  // torchrun sets one OpenMP thread per rank when several share a node and the
+  // user chose nothing (run.py); ranks that each spawn a thread per core would
+  // oversubscribe the machine.
+  if (p.world_size > 1) env.try_emplace("OMP_NUM_THREADS", "1");
   env["FAULTLINE_RUN_DIR"] = layout.outDir();
   env["FAULTLINE_EVENTS"] = layout.rankEvents(p.rank);
   env[kRunIdVar] = p.run_id;
@@ -42,8 +64,10 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
 
 Environment launcherEnvironment(const Environment& base, const RunLayout& layout, const std::string& run_id) {
   Environment env = base;
-  for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "FAULTLINE_EVENTS",
-                        "TORCHELASTIC_ERROR_FILE"}) {
+  for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+                        "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "FAULTLINE_EVENTS", "TORCHELASTIC_ERROR_FILE",
+                        "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
+                        "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_SIGNALS_TO_HANDLE"}) {
     env.erase(k);
   }
   env["FAULTLINE_RUN_DIR"] = layout.outDir();

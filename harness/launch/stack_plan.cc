@@ -1,6 +1,9 @@
 // Scenario x stack -> the command line to launch.
 #include "harness/launch/stack_plan.h"
 
+#include "harness/launch/stacks.h"
+#include "harness/model/torch_version.h"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -41,62 +44,129 @@ std::vector<std::string> faultArgs(const scenario::Scenario& s) {
   return out;
 }
 
+namespace {
+
+std::string seriesList(const std::vector<TorchInstall>& installs) {
+  std::string out;
+  for (const auto& t : installs) {
+    if (t.usable()) out += (out.empty() ? "" : ", ") + t.series;
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Whether a `stacks` entry ("torchrun", "spawn@2.13") admits the stack.
+bool admits(const std::string& entry, const StackName& name, const std::string& series) {
+  const auto at = entry.find('@');
+  if (entry.substr(0, at) != name.launcher) return false;
+  return at == std::string::npos || entry.substr(at + 1) == series;
+}
+
+}  // namespace
+
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, const Tools& tools,
                     const std::string& out_dir, int master_port, const std::string& base_dir) {
   StackPlan plan;
   plan.stack = stack_in.empty() ? s.stack.launcher : stack_in;
-  const std::string& stack = plan.stack;
-  const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
-  if (std::find(allowed.begin(), allowed.end(), stack) == allowed.end()) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    plan.unsupported = "scenario '" + s.name + "' applies to the stacks " + list + ", not " + stack;
+  auto parsed = parseStackName(plan.stack);
+  if (!parsed) {
+    plan.unsupported = parsed.error().message;
     return plan;
   }
+  const StackName name = *parsed;
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
-  std::vector<std::string> trainer =
-      reference ? concat(concat({tools.trainer}, s.stack.args), faultArgs(s))
-                : concat(resolvePaths(s.stack.command, base_dir), s.stack.args);
-  if (!reference && !trainer.empty() && isPython(trainer[0])) trainer[0] = tools.python;
+  std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
+                                               : concat(resolvePaths(s.stack.command, base_dir), s.stack.args);
+  const bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
+  const bool needs_torch = reference || python_trainer || name.launcher == "torchrun" || name.launcher == "launch" ||
+                           name.launcher == "spawn";
+  std::optional<TorchInstall> torch;
+  if (needs_torch || !name.series.empty()) {
+    torch = pickTorch(tools.torches, name.series);
+    // On its own launcher a scenario runs on the newest torch it applies to.
+    if (stack_in.empty() && name.series.empty() && !s.stack.torch_bounds.empty()) {
+      for (const auto& t : tools.torches) {
+        if (t.usable() && satisfies(t.version, s.stack.torch_bounds)) {
+          torch = t;
+          break;
+        }
+      }
+    }
+    if (!torch) {
+      plan.unsupported = (name.series.empty() ? std::string("no torch is installed") : "torch " + name.series + " is not installed") +
+                         " (installed: " + seriesList(tools.torches) + "; `faultline stacks` lists them)";
+      return plan;
+    }
+    if (name.launcher != "external") plan.stack = name.launcher + "@" + torch->series;
+    plan.torch = torch->version;
+  }
+  const std::string series = torch ? torch->series : "";
+  const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
+  if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& e) { return admits(e, name, series); })) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    plan.unsupported = "scenario '" + s.name + "' applies to the stacks " + list + ", not " + plan.stack;
+    return plan;
+  }
+  if (torch && !s.stack.torch_bounds.empty() && !satisfies(torch->version, s.stack.torch_bounds)) {
+    plan.unsupported = "scenario '" + s.name + "' applies to torch " + s.stack.torch + ", not " + torch->version;
+    return plan;
+  }
+  if (reference) {
+    trainer[0] = !tools.trainer_override.empty() ? tools.trainer_override : torch->trainer;
+    if (trainer[0].empty()) {
+      plan.unsupported = "no reference trainer is built against torch " + torch->series + " (faultline-trainer-torch" +
+                         torch->series + ")";
+      return plan;
+    }
+  }
+  if (python_trainer && torch) trainer[0] = torch->python;
   const std::string world = std::to_string(s.stack.world_size);
   const std::string port = std::to_string(master_port);
   LaunchOptions& l = plan.launch;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
   l.instruments = tools.instruments;
 
-  if (stack == "builtin") {
+  if (name.launcher == "builtin") {
     l.kind = LauncherKind::kBuiltin;
     l.nproc = s.stack.world_size;
     l.command = trainer;
-  } else if (stack == "torchrun") {
+  } else if (name.launcher == "torchrun") {
+    if (torch->torchrun.empty()) {
+      plan.unsupported = "torch " + torch->version + " at " + torch->python + " has no torchrun beside it";
+      return plan;
+    }
     l.kind = LauncherKind::kExternal;
     // Debian's torchrun 1.13 on Python 3.11 crashes in option parsing with its
-    // default --redirects/--tee (and with 0 or 3); 2/2 works and keeps per-rank
-    // stderr logs, which are rank evidence.
+    // default --redirects/--tee (and with 0 or 3); 2/2 works on every version
+    // and keeps per-rank stderr logs, which are rank evidence.
     std::vector<std::string> flags = s.stack.launcher_args.value_or(
         std::vector<std::string>{"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"});
-    std::vector<std::string> cmd = {tools.torchrun, "--nproc_per_node=" + world, "--master_port=" + port};
+    std::vector<std::string> cmd = {torch->torchrun, "--nproc_per_node=" + world, "--master_port=" + port};
     cmd = concat(cmd, flags);
-    if (!trainer.empty() && isPython(trainer[0])) {
+    if (python_trainer) {
       trainer.erase(trainer.begin());  // torchrun runs the script with its own interpreter
     } else {
       cmd.push_back("--no_python");
     }
     l.command = concat(cmd, trainer);
-  } else if (stack == "launch") {
-    if (reference || trainer.empty() || !isPython(trainer[0])) {
+  } else if (name.launcher == "launch") {
+    if (!python_trainer) {
       plan.unsupported = "torch.distributed.launch runs Python trainers; this scenario's trainer is not one";
       return plan;
     }
+    if (!torch->has_launch) {
+      plan.unsupported = "torch " + torch->version + " no longer ships torch.distributed.launch";
+      return plan;
+    }
     l.kind = LauncherKind::kExternal;
-    std::vector<std::string> cmd = {tools.python, "-m", "torch.distributed.launch", "--use_env",
+    std::vector<std::string> cmd = {torch->python, "-m", "torch.distributed.launch", "--use_env",
                                     "--nproc_per_node=" + world, "--master_port=" + port};
     cmd = concat(cmd, s.stack.launcher_args.value_or(std::vector<std::string>{}));
     l.command = concat(cmd, std::vector<std::string>(trainer.begin() + 1, trainer.end()));
-  } else if (stack == "spawn" || stack == "external") {
+  } else if (name.launcher == "spawn" || name.launcher == "external") {
     if (reference) {
-      plan.unsupported = "the " + stack + " stack runs a command that launches itself; the reference trainer needs a launcher";
+      plan.unsupported = "the " + name.launcher + " stack runs a command that launches itself; the reference trainer needs a launcher";
       return plan;
     }
     l.kind = LauncherKind::kExternal;

@@ -8,24 +8,27 @@
 #include <vector>
 
 #include "harness/launch/launcher.h"
+#include "harness/launch/torch_installs.h"
 #include "harness/scenario/scenario.h"
 
 namespace faultline::launch {
 
 struct Tools {
-  std::string trainer = "faultline-trainer";   // the reference trainer binary
-  std::string torchrun = "/usr/bin/torchrun";
-  std::string python = "/usr/bin/python3";     // the interpreter that has torch
-  Instruments instruments;                     // given to every stack's processes
+  std::vector<TorchInstall> torches;  // this machine's torch installs, newest first (discoverTorch)
+  std::string trainer_override;       // set (FAULTLINE_TRAINER): this reference trainer for every torch version
+  Instruments instruments;            // given to every stack's processes
 };
 
 struct StackPlan {
-  std::string stack;              // the stack name, for the report
+  std::string stack;              // the stack as resolved, for the report: "torchrun@2.13", "builtin", ...
+  std::string torch;              // the torch version it runs ("2.13.0+cpu"); "" none
   LaunchOptions launch;           // what to start
   std::optional<std::string> unsupported;  // set: do not run, report unsupported with this reason
 };
 
-// `stack` empty: the scenario's own launcher. `out_dir` is where torchrun's
+// `stack` empty: the scenario's own launcher. A stack without a version
+// ("torchrun") takes the newest torch installed; the stack's torch gives the
+// interpreter of Python trainers and the reference trainer binary. `out_dir` is where torchrun's
 // --log_dir goes (OUT/launcher/logs); `master_port` is used by launchers that
 // need one chosen up front. Relative paths in the command are resolved
 // against `base_dir` (the directory the scenario paths are relative to).

@@ -259,7 +259,8 @@ json toJson(const Report& r) {
   for (auto it = r.extra.begin(); it != r.extra.end(); ++it) out[it.key()] = it.value();
   out["schema"] = kReportSchema;
   out["scenario"] = r.scenario ? json{{"name", r.scenario->name}, {"file", r.scenario->file}} : json(nullptr);
-  out["stack"] = {{"launcher", r.stack.launcher}, {"command", r.stack.command}, {"world_size", r.stack.world_size}};
+  out["stack"] = {{"launcher", r.stack.launcher}, {"command", r.stack.command}, {"world_size", r.stack.world_size},
+                  {"torch", r.stack.torch.empty() ? json(nullptr) : json(r.stack.torch)}};
   out["launcher"] = {{"exit_code", opt(r.launcher.exit_code)}, {"signal", opt(r.launcher.signal)}};
   out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
   out["ranks"] = ranks;
@@ -297,6 +298,7 @@ Result<Report> reportFromJson(const json& j) {
     sr.get("launcher", r.stack.launcher);
     sr.get("command", r.stack.command);
     sr.get("world_size", r.stack.world_size);
+    if (const json* t = sr.field("torch", false); t && t->is_string()) r.stack.torch = t->get<std::string>();
     top.adopt(sr.error());
   }
   if (const json* l = top.field("launcher", false); l && !l->is_null()) {

@@ -45,9 +45,10 @@ struct ScenarioRef {
 };
 
 struct StackInfo {
-  std::string launcher = "builtin";  // builtin | external | torchrun | ...
+  std::string launcher = "builtin";  // the stack's name: builtin | external | torchrun@2.13 | ...
   std::vector<std::string> command;
   int world_size = 0;
+  std::string torch;                 // the torch version the stack ran ("2.13.0+cpu"); "" unknown or none
 };
 
 struct LauncherInfo {

@@ -1,6 +1,8 @@
 // Strict TOML -> Scenario. Every error names file:line:col and what was expected.
 #include "harness/scenario/scenario.h"
 
+#include "harness/model/torch_version.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -180,7 +182,7 @@ json toJson(const toml::node& n) {
 }
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks"}, "[stack]");
+  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks", "torch"}, "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!kLaunchers.count(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected builtin, torchrun, launch, spawn or external");
     s.launcher = *v;
@@ -194,9 +196,24 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (auto v = c.strings(t, "launcher_args", "stack")) s.launcher_args = *v;
   if (auto v = c.strings(t, "stacks", "stack")) {
     for (const auto& name : *v) {
-      if (!kLaunchers.count(name)) c.error(t.get("stacks")->source(), "stack.stacks: unknown launcher '" + name + "', expected builtin, torchrun, launch, spawn or external");
+      const auto at = name.find('@');
+      const std::string launcher = name.substr(0, at);
+      if (!kLaunchers.count(launcher)) {
+        c.error(t.get("stacks")->source(), "stack.stacks: unknown launcher '" + name + "', expected builtin, torchrun, launch, spawn or external, optionally @MAJOR.MINOR");
+      } else if (at != std::string::npos && (launcher == "external" || torchSeries(name.substr(at + 1)) != name.substr(at + 1))) {
+        c.error(t.get("stacks")->source(), "stack.stacks: '" + name + "': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13)" +
+                                               std::string(launcher == "external" ? ", and external has none" : ""));
+      }
     }
     s.stacks = *v;
+  }
+  if (auto v = c.str(t, "torch", "stack")) {
+    if (auto bounds = parseVersionConstraint(*v); !bounds) {
+      c.error(t.get("torch")->source(), "stack.torch: " + bounds.error().message);
+    } else {
+      s.torch = *v;
+      s.torch_bounds = *bounds;
+    }
   }
   if (auto v = c.integer(t, "world_size", "stack")) {
     if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/model/error.h"
+#include "harness/model/torch_version.h"
 
 namespace faultline::scenario {
 
@@ -27,7 +28,9 @@ struct Stack {
   std::vector<std::string> args;      // extra trainer arguments
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
-  std::vector<std::string> stacks;    // launchers this scenario applies to; empty: its own only
+  std::vector<std::string> stacks;    // launchers this scenario applies to ("torchrun", "spawn@2.13"); empty: its own only
+  std::string torch;                  // the torch versions it applies to (">=2.0", "<2"); "" any
+  std::vector<VersionBound> torch_bounds;  // `torch`, parsed
 };
 
 struct Fault {

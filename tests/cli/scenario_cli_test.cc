@@ -194,5 +194,31 @@ TEST(Conformance, CoreSuitePassesOnTheBuiltinStack) {
   for (const auto& s : suite["scenarios"]) EXPECT_EQ(s["verdict"], "pass") << s.dump();
 }
 
+// One stack (FL_CONFORMANCE_STACK, set by the CTest entry conformance.STACK):
+// every scenario of the catalog that applies to it passes; the others are
+// unsupported with their reason. The scenario failing is named with the stack.
+TEST(Conformance, CatalogOnOneStack) {
+  const char* stack_env = std::getenv("FL_CONFORMANCE_STACK");
+  if (!stack_env || !*stack_env) GTEST_SKIP() << "FL_CONFORMANCE_STACK not set (the conformance.STACK CTest entries set it)";
+  const std::string stack = stack_env;
+  const std::string tag = "fl_conformance_" + std::to_string(::getpid());
+  const fs::path out = fs::temp_directory_path() / tag;
+  fs::remove_all(out);
+  const fs::path catalog = catalogForThisBuild(out.string() + "_catalog");
+  auto r = faultline("suite " + catalog.string() + " --stack " + stack + " -j 2 -o " + out.string(),
+                     fs::temp_directory_path() / (tag + ".log"));
+  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  int passed = 0;
+  for (const auto& s : suite["scenarios"]) {
+    const std::string verdict = s["verdict"];
+    passed += verdict == "pass";
+    EXPECT_TRUE(verdict == "pass" || verdict == "unsupported")
+        << s["name"].get<std::string>() << " on " << stack << ": " << verdict << "\n" << s.dump(1);
+  }
+  EXPECT_GE(passed, 1) << "no scenario of the catalog ran on " << stack << "\n" << r.out;
+  EXPECT_EQ(r.status, 0) << r.out;
+  if (!HasFailure()) fs::remove_all(out);  // kept for a look when something failed
+}
+
 }  // namespace
 }  // namespace faultline

@@ -27,12 +27,32 @@ TEST(RankEnv, CarriesTheContractVariables) {
   EXPECT_FALSE(env.count("FAULTLINE_EVENTS_DIR"));
 }
 
+TEST(RankEnv, CarriesTorchrunTwoXWorkerVariables) {
+  RunLayout layout("/runs/a");
+  auto env = rankEnvironment({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}}, layout, {1, 3, 29500, "id-7"});
+  EXPECT_EQ(env["ROLE_NAME"], "default");
+  EXPECT_EQ(env["ROLE_RANK"], "1");
+  EXPECT_EQ(env["ROLE_WORLD_SIZE"], "3");
+  EXPECT_EQ(env["GROUP_WORLD_SIZE"], "1");
+  EXPECT_EQ(env["TORCHELASTIC_RUN_ID"], "id-7");
+  EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "0");
+  EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "0");
+  // rank 0 hosts the store itself: "True" would make every rank a client.
+  EXPECT_EQ(env["TORCHELASTIC_USE_AGENT_STORE"], "False");
+  EXPECT_EQ(env["TORCH_NCCL_ASYNC_ERROR_HANDLING"], "3");  // the user's value stays
+  EXPECT_EQ(env["NCCL_ASYNC_ERROR_HANDLING"], "1");
+  EXPECT_EQ(env["OMP_NUM_THREADS"], "1");
+  EXPECT_EQ(rankEnvironment({{"OMP_NUM_THREADS", "4"}}, layout, {0, 2, 1, "x"})["OMP_NUM_THREADS"], "4");
+  EXPECT_FALSE(rankEnvironment({}, layout, {0, 1, 1, "x"}).count("OMP_NUM_THREADS"));
+}
+
 TEST(RankEnv, LauncherGetsEventsDirAndNoRankOfItsOwn) {
   RunLayout layout("/runs/b");
-  Environment base{{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"HOME", "/root"}};
+  Environment base{{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"ROLE_RANK", "3"}, {"HOME", "/root"}};
   auto env = launcherEnvironment(base, layout, "id-2");
   EXPECT_FALSE(env.count("RANK"));
   EXPECT_FALSE(env.count("WORLD_SIZE"));
+  EXPECT_FALSE(env.count("ROLE_RANK"));
   EXPECT_EQ(env["FAULTLINE_RUN_DIR"], "/runs/b");
   EXPECT_EQ(env["FAULTLINE_EVENTS_DIR"], "/runs/b/ranks");
   EXPECT_EQ(env["HOME"], "/root");

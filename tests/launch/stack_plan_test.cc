@@ -2,6 +2,9 @@
 // every process of the run, on every stack, and no trainer flag is invented.
 #include "harness/launch/stack_plan.h"
 
+#include "harness/launch/stacks.h"
+#include "harness/model/torch_version.h"
+
 #include <algorithm>
 
 #include <gtest/gtest.h>
@@ -19,9 +22,23 @@ scenario::Scenario injectScenario(const std::string& trainer) {
   return *s;
 }
 
+// Two installs as discoverTorch gives them, newest first.
+Tools twoTorches() {
+  Tools t;
+  t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
+  t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
+  return t;
+}
+
+scenario::Scenario parse(const std::string& stack_table) {
+  auto s = scenario::parseScenarioText("name = \"x\"\n[stack]\n" + stack_table + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  return *s;
+}
+
 TEST(StackPlan, InjectIsInTheEnvironmentOfEveryStack) {
   for (const char* stack : {"builtin", "torchrun"}) {
-    auto plan = planStack(injectScenario("command"), stack, Tools{}, "/out", 29500, "/scenarios");
+    auto plan = planStack(injectScenario("command"), stack, twoTorches(), "/out", 29500, "/scenarios");
     ASSERT_FALSE(plan.unsupported) << *plan.unsupported;
     ASSERT_EQ(plan.launch.env.count("FAULTLINE_INJECT"), 1u) << stack;
     EXPECT_EQ(plan.launch.env.at("FAULTLINE_INJECT"), "write:ENOSPC:rank=1:after=1");
@@ -31,8 +48,105 @@ TEST(StackPlan, InjectIsInTheEnvironmentOfEveryStack) {
 TEST(StackPlan, InjectAloneGivesTheReferenceTrainerNoFaultFlags) {
   const auto s = injectScenario("reference");
   EXPECT_TRUE(faultArgs(s).empty());
-  auto plan = planStack(s, "builtin", Tools{}, "/out", 29500, "/scenarios");
+  auto plan = planStack(s, "builtin", twoTorches(), "/out", 29500, "/scenarios");
   EXPECT_EQ(std::count(plan.launch.command.begin(), plan.launch.command.end(), "--fault"), 0);
+}
+
+TEST(StackPlan, BareNameTakesTheNewestTorchAndAVersionPicksItsOwn) {
+  const auto s = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"/usr/bin/python3\", \"t.py\"]\n"
+                       "stacks = [\"torchrun\", \"builtin\", \"spawn\"]");
+  auto bare = planStack(s, "", twoTorches(), "/out", 1, "/sc");
+  ASSERT_FALSE(bare.unsupported) << *bare.unsupported;
+  EXPECT_EQ(bare.stack, "torchrun@2.13");
+  EXPECT_EQ(bare.torch, "2.13.0+cpu");
+  EXPECT_EQ(bare.launch.command.front(), "/opt/t2/bin/torchrun");
+  auto old = planStack(s, "torchrun@1.13", twoTorches(), "/out", 1, "/sc");
+  ASSERT_FALSE(old.unsupported) << *old.unsupported;
+  EXPECT_EQ(old.launch.command.front(), "/usr/bin/torchrun");
+  // A Python trainer runs on the stack's own interpreter, whatever the file says.
+  auto builtin = planStack(s, "builtin@2.13", twoTorches(), "/out", 1, "/sc");
+  ASSERT_FALSE(builtin.unsupported) << *builtin.unsupported;
+  EXPECT_EQ(builtin.launch.command.front(), "/opt/t2/bin/python");
+  auto spawn = planStack(s, "spawn@1.13", twoTorches(), "/out", 1, "/sc");
+  EXPECT_EQ(spawn.launch.command.front(), "/usr/bin/python3");
+  auto missing = planStack(s, "torchrun@2.9", twoTorches(), "/out", 1, "/sc");
+  ASSERT_TRUE(missing.unsupported);
+  EXPECT_NE(missing.unsupported->find("torch 2.9 is not installed (installed: 2.13, 1.13"), std::string::npos) << *missing.unsupported;
+  EXPECT_TRUE(planStack(s, "torchrun", Tools{}, "/out", 1, "/sc").unsupported);
+}
+
+TEST(StackPlan, ReferenceTrainerIsTheOneBuiltForTheStacksTorch) {
+  const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]");
+  EXPECT_EQ(planStack(s, "builtin", twoTorches(), "/out", 1, "/sc").launch.command.front(), "/b/faultline-trainer-torch2.13");
+  auto old = planStack(s, "torchrun@1.13", twoTorches(), "/out", 1, "/sc");
+  EXPECT_NE(std::find(old.launch.command.begin(), old.launch.command.end(), "/b/faultline-trainer-torch1.13"),
+            old.launch.command.end());
+  Tools unbuilt = twoTorches();
+  unbuilt.torches[0].trainer.clear();
+  auto none = planStack(s, "builtin", unbuilt, "/out", 1, "/sc");
+  ASSERT_TRUE(none.unsupported);
+  EXPECT_EQ(*none.unsupported, "no reference trainer is built against torch 2.13 (faultline-trainer-torch2.13)");
+  unbuilt.trainer_override = "/my/trainer";
+  EXPECT_EQ(planStack(s, "builtin", unbuilt, "/out", 1, "/sc").launch.command.front(), "/my/trainer");
+}
+
+TEST(StackPlan, ScenarioRestrictsVersionsByStackEntryAndByTorchBound) {
+  const auto pinned = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\n"
+                            "stacks = [\"torchrun@1.13\", \"spawn\"]");
+  EXPECT_FALSE(planStack(pinned, "torchrun@1.13", twoTorches(), "/o", 1, "/s").unsupported);
+  auto newer = planStack(pinned, "torchrun", twoTorches(), "/o", 1, "/s");
+  ASSERT_TRUE(newer.unsupported);
+  EXPECT_EQ(*newer.unsupported, "scenario 'x' applies to the stacks torchrun@1.13, spawn, not torchrun@2.13");
+  const auto old_only = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\ntorch = \"<2\"");
+  EXPECT_FALSE(planStack(old_only, "torchrun@1.13", twoTorches(), "/o", 1, "/s").unsupported);
+  auto two = planStack(old_only, "torchrun@2.13", twoTorches(), "/o", 1, "/s");
+  ASSERT_TRUE(two.unsupported);
+  EXPECT_EQ(*two.unsupported, "scenario 'x' applies to torch <2, not 2.13.0+cpu");
+  // Its own launcher, no --stack: the newest torch it applies to.
+  EXPECT_EQ(planStack(old_only, "", twoTorches(), "/o", 1, "/s").stack, "torchrun@1.13");
+}
+
+TEST(StackPlan, LaunchIsUnsupportedWhereTorchNoLongerShipsIt) {
+  const auto s = parse("launcher = \"launch\"\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]");
+  Tools t = twoTorches();
+  t.torches[0].has_launch = false;
+  auto plan = planStack(s, "launch", t, "/o", 1, "/s");
+  ASSERT_TRUE(plan.unsupported);
+  EXPECT_EQ(*plan.unsupported, "torch 2.13.0+cpu no longer ships torch.distributed.launch");
+  EXPECT_FALSE(planStack(s, "launch@1.13", t, "/o", 1, "/s").unsupported);
+}
+
+TEST(StackName, ParsesLauncherAndSeries) {
+  auto n = parseStackName("torchrun@2.13");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->launcher, "torchrun");
+  EXPECT_EQ(n->series, "2.13");
+  EXPECT_EQ(parseStackName("spawn")->str(), "spawn");
+  EXPECT_FALSE(parseStackName("torchrun@2"));
+  EXPECT_FALSE(parseStackName("torchrun@2.13.0"));
+  EXPECT_FALSE(parseStackName("external@2.13"));
+  auto bad = parseStackName("srun");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "unknown stack 'srun', expected builtin, torchrun, launch, spawn, external, optionally @MAJOR.MINOR (torchrun@2.13)");
+}
+
+TEST(TorchVersion, SeriesOrderAndConstraints) {
+  EXPECT_EQ(torchSeries("1.13.0a0"), "1.13");
+  EXPECT_EQ(torchSeries("2.13.0+cpu"), "2.13");
+  EXPECT_EQ(torchSeries("2"), "");
+  EXPECT_LT(compareVersions("2.9.1", "2.13.0"), 0);
+  EXPECT_EQ(compareVersions("1.13.0a0", "1.13"), 0);
+  auto lt2 = parseVersionConstraint("<2");
+  ASSERT_TRUE(lt2);
+  EXPECT_TRUE(satisfies("1.13.0a0", *lt2));
+  EXPECT_FALSE(satisfies("2.13.0+cpu", *lt2));
+  auto range = parseVersionConstraint(">=1.13, <2.14");
+  ASSERT_TRUE(range);
+  EXPECT_TRUE(satisfies("2.13.0+cpu", *range));
+  EXPECT_FALSE(satisfies("2.14.1", *range));
+  EXPECT_TRUE(satisfies("1.13.1", *parseVersionConstraint("1.13")));
+  EXPECT_FALSE(parseVersionConstraint("~=2.1"));
+  EXPECT_FALSE(parseVersionConstraint(">=two"));
 }
 
 TEST(StackPlan, ApplyEnvReplacesAndAdds) {

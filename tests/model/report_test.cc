@@ -9,7 +9,7 @@ namespace {
 Report sampleReport() {
   Report r;
   r.scenario = ScenarioRef{"hung-collective", "scenarios/hung.toml"};
-  r.stack = {"builtin", {"faultline-trainer", "--steps", "5"}, 4};
+  r.stack = {"builtin@2.13", {"faultline-trainer", "--steps", "5"}, 4, "2.13.0+cpu"};
   r.launcher.exit_code = 1;
   RootCause rc;
   rc.kind = Kind::kHungCollective;

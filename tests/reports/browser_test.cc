@@ -133,7 +133,7 @@ Report hostileReport() {
   const std::string h = kPayload;
   Report r;
   r.scenario = ScenarioRef{h, h};
-  r.stack = {h, {h}, 2};
+  r.stack = {h, {h}, 2, h};
   RootCause rc;
   rc.kind = Kind::kPythonException;
   rc.rank = 1;

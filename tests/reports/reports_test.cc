@@ -20,7 +20,7 @@ const std::string kHostile = "<script>alert(1)</script> & \"quotes\" \x01\x0b be
 Report hostileReport() {
   Report r;
   r.scenario = ScenarioRef{"name-error <b>", "s.toml"};
-  r.stack = {"torchrun", {"torchrun"}, 2};
+  r.stack = {"torchrun", {"torchrun"}, 2, "2.13.0+cpu"};
   RootCause rc;
   rc.kind = Kind::kPythonException;
   rc.rank = 1;
@@ -174,7 +174,7 @@ Report hostileEverywhere() {
   const std::string very_long = std::string(100000, 'A') + h;
   Report r;
   r.scenario = ScenarioRef{h, h};
-  r.stack = {h, {h, h}, 2};
+  r.stack = {h, {h, h}, 2, h};
   r.launcher = {1, h};
   RootCause rc;
   rc.kind = Kind::kPythonException;

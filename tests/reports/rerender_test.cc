@@ -78,7 +78,7 @@ class ReRender : public ::testing::Test {
     const std::string h = payload();
     Report r;
     r.scenario = ScenarioRef{h, h};
-    r.stack = {h, {"/bin/sh", "-c", "touch " + (dir_ / "pwned-7").string()}, 2};
+    r.stack = {h, {"/bin/sh", "-c", "touch " + (dir_ / "pwned-7").string()}, 2, ""};
     RootCause rc;
     rc.kind = Kind::kPythonException;
     rc.rank = 1;

@@ -116,7 +116,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, expect");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks, torch");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, arg, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
@@ -130,6 +130,22 @@ TEST(ScenarioErrors, WrongTypes) {
   EXPECT_EQ(errorOf("name = \"x\"\ntags = [\"a\", 2]\n"), "s.toml:2:14: scenario.tags: expected an array of strings, found an integer");
   EXPECT_EQ(errorOf("name = \"x\"\nstack = 3\n"), "s.toml:2:9: [stack]: expected a table, got an integer");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\ngrace_s = true\n"), "s.toml:3:11: limits.grace_s: expected a number, got a boolean");
+}
+
+TEST(ScenarioErrors, TorchVersionsAreCheckedWhereWritten) {
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \"~=2.1\"\n"),
+            "s.toml:3:9: stack.torch: '~=2.1': unknown comparison '~=', expected ==, !=, <, <=, > or >=");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \">=2, <two\"\n"),
+            "s.toml:3:9: stack.torch: '<two': expected a version such as 2.13 after '<'");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"torchrun@2\"]\n"),
+            "s.toml:3:10: stack.stacks: 'torchrun@2': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"external@2.13\"]\n"),
+            "s.toml:3:10: stack.stacks: 'external@2.13': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13), and external has none");
+  auto ok = parseScenarioText("name = \"x\"\n[stack]\nstacks = [\"builtin\", \"spawn@2.13\"]\ntorch = \">=1.13,<2.14\"\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  ASSERT_TRUE(ok) << ok.error().message;
+  EXPECT_EQ(ok->stack.torch, ">=1.13,<2.14");
+  ASSERT_EQ(ok->stack.torch_bounds.size(), 2u);
+  EXPECT_EQ(ok->stack.torch_bounds[1].op, "<");
 }
 
 TEST(ScenarioErrors, ImpossibleValues) {

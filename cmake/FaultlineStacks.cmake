@@ -1,0 +1,36 @@
+# The torch series installed on this machine (MAJOR.MINOR), found as faultline
+# finds them at run time (harness/launch/torch_installs.cc): the interpreters
+# in FAULTLINE_PYTHONS, else /usr/bin/python3 and FAULTLINE_OPT/torch-*/bin/python
+# (default /opt/faultline). torch is located, never imported. Used to register
+# one conformance test per stack; configure again after ci/deps adds a venv.
+function(faultline_torch_series out)
+  if(DEFINED ENV{FAULTLINE_PYTHONS} AND NOT "$ENV{FAULTLINE_PYTHONS}" STREQUAL "")
+    string(REPLACE ":" ";" candidates "$ENV{FAULTLINE_PYTHONS}")
+  else()
+    set(opt /opt/faultline)
+    if(DEFINED ENV{FAULTLINE_OPT} AND NOT "$ENV{FAULTLINE_OPT}" STREQUAL "")
+      set(opt "$ENV{FAULTLINE_OPT}")
+    endif()
+    file(GLOB venvs "${opt}/torch-*/bin/python")
+    set(candidates /usr/bin/python3 ${venvs})
+  endif()
+  set(probe [=[
+import importlib.util, os, re
+s = importlib.util.find_spec("torch")
+d = os.path.dirname(s.origin)
+print(re.search(r"__version__\s*=\s*['\"](\d+\.\d+)", open(os.path.join(d, "version.py")).read()).group(1))
+]=])
+  set(series "")
+  foreach(python IN LISTS candidates)
+    if(NOT EXISTS "${python}")
+      continue()
+    endif()
+    execute_process(COMMAND "${python}" -c "${probe}" OUTPUT_VARIABLE v RESULT_VARIABLE rc ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0 AND NOT v STREQUAL "")
+      list(APPEND series "${v}")
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES series)
+  set(${out} "${series}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,109 @@
+// Stack names, and the check that each stack's launcher starts.
+#include "harness/launch/stacks.h"
+
+#include <algorithm>
+#include <future>
+
+#include "harness/launch/process_spawn.h"
+#include "harness/launch/rank_env.h"
+#include "harness/model/torch_version.h"
+
+namespace faultline::launch {
+namespace {
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// The last line the check printed on failure is the most telling one.
+std::string failureText(const std::string& what, const Result<CommandResult>& r) {
+  if (!r) return what + ": " + r.error().message;
+  std::string out = r->err.empty() ? r->out : r->err;
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  const auto nl = out.rfind('\n');
+  const std::string last = nl == std::string::npos ? out : out.substr(nl + 1);
+  return what + " failed (exit status " + std::to_string(r->wait_status) + ")" + (last.empty() ? "" : ": " + last);
+}
+
+// A check's command and the stack it belongs to.
+struct Check {
+  size_t index;
+  std::vector<std::string> argv;
+  std::string what;
+};
+
+}  // namespace
+
+const std::vector<std::string>& launcherNames() {
+  static const std::vector<std::string> kNames = {"builtin", "torchrun", "launch", "spawn", "external"};
+  return kNames;
+}
+
+Result<StackName> parseStackName(const std::string& text) {
+  StackName s;
+  const auto at = text.find('@');
+  s.launcher = text.substr(0, at);
+  const auto& names = launcherNames();
+  if (std::find(names.begin(), names.end(), s.launcher) == names.end()) {
+    return fail(ErrorCode::kBadUsage, "unknown stack '" + text + "', expected " + joinNames(names) +
+                                          ", optionally @MAJOR.MINOR (torchrun@2.13)");
+  }
+  if (at == std::string::npos) return s;
+  s.series = text.substr(at + 1);
+  if (s.launcher == "external") {
+    return fail(ErrorCode::kBadUsage, "stack '" + text + "': external runs the scenario's own command, it has no torch version");
+  }
+  if (torchSeries(s.series) != s.series) {
+    return fail(ErrorCode::kBadUsage, "stack '" + text + "': '" + s.series + "' is not a torch version MAJOR.MINOR (e.g. 2.13)");
+  }
+  return s;
+}
+
+std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check) {
+  std::vector<AvailableStack> out;
+  std::vector<Check> checks;
+  for (const auto& t : installs) {
+    const std::string v = "@" + t.series;
+    if (!t.usable()) {
+      for (const char* l : {"builtin", "torchrun", "launch", "spawn"}) {
+        out.push_back({std::string(l) + (t.series.empty() ? "" : v), t.version, t.python, t.problem});
+      }
+      continue;
+    }
+    AvailableStack builtin{"builtin" + v, t.version, "faultline's launcher; Python trainers on " + t.python, ""};
+    if (t.trainer.empty()) {
+      builtin.problem = "Python trainers only: no reference trainer built against torch " + t.series +
+                        " (faultline-trainer-torch" + t.series + ")";
+    } else {
+      builtin.program += "; reference trainer " + t.trainer;
+    }
+    out.push_back(builtin);
+    out.push_back({"torchrun" + v, t.version, t.torchrun, t.torchrun.empty() ? "no torchrun beside " + t.python : ""});
+    if (!t.torchrun.empty()) checks.push_back({out.size() - 1, {t.torchrun, "--help"}, "torchrun --help"});
+    out.push_back({"launch" + v, t.version, t.python + " -m torch.distributed.launch",
+                   t.has_launch ? "" : "torch " + t.version + " no longer ships torch.distributed.launch"});
+    if (t.has_launch) {
+      checks.push_back({out.size() - 1, {t.python, "-m", "torch.distributed.launch", "--help"},
+                        "python -m torch.distributed.launch --help"});
+    }
+    out.push_back({"spawn" + v, t.version, t.python + " (torch.multiprocessing.spawn)", ""});
+    checks.push_back({out.size() - 1, {t.python, "-c", "import torch.multiprocessing as m, torch.distributed as d; m.spawn; assert d.is_available()"},
+                      "import torch.multiprocessing"});
+  }
+  out.push_back({"external", "", "the scenario's own command", ""});
+  if (!check) return out;
+  const auto env = toEnvStrings(currentEnvironment());
+  std::vector<std::future<Result<CommandResult>>> running;
+  for (const auto& c : checks) {
+    running.push_back(std::async(std::launch::async, [&env, argv = c.argv] { return runToCompletion(argv, env, 120); }));
+  }
+  for (size_t i = 0; i < checks.size(); ++i) {
+    auto r = running[i].get();
+    if (!r || !r->ok()) out[checks[i].index].problem = failureText(checks[i].what, r);
+  }
+  return out;
+}
+
+}  // namespace faultline::launch

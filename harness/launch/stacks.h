@@ -1,0 +1,40 @@
+// Stack names and the stacks this machine can drive. A stack is a launcher
+// (builtin, torchrun, launch, spawn, external) at a torch version:
+// "torchrun@2.13", "spawn@1.13"; a bare "torchrun" is the newest installed.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/launch/torch_installs.h"
+#include "harness/model/error.h"
+
+namespace faultline::launch {
+
+struct StackName {
+  std::string launcher;  // builtin | torchrun | launch | spawn | external
+  std::string series;    // "2.13"; "" = the newest installed (or none needed)
+  std::string str() const { return series.empty() ? launcher : launcher + "@" + series; }
+};
+
+// The launchers a stack name may start with.
+const std::vector<std::string>& launcherNames();
+
+// "torchrun@2.13" -> {torchrun, 2.13}; kBadUsage names what is wrong
+// ("unknown stack 'x', expected builtin, torchrun, ..." / "'2' is not MAJOR.MINOR").
+Result<StackName> parseStackName(const std::string& text);
+
+struct AvailableStack {
+  std::string name;          // "torchrun@2.13"
+  std::string torch;         // the torch version, "" for external
+  std::string program;       // what it starts: the torchrun script, "python -m torch.distributed.launch", ...
+  std::string problem;       // non-empty: does not work here, and why
+};
+
+// Every stack the installs give: builtin, torchrun, launch and spawn at each
+// version, newest first, then external. With `check`, each launcher is also
+// started once (`torchrun --help`, the launch module's --help, torch.multiprocessing
+// imported), in parallel: a stack that fails says how.
+std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check);
+
+}  // namespace faultline::launch

@@ -1,0 +1,144 @@
+// `faultline stacks` and the versioned stacks as a user meets them: every
+// torch install on this machine gives builtin, torchrun, launch and spawn
+// stacks that work, and the builtin launcher gives a rank every variable the
+// real torchrun of each version gives it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A port on 127.0.0.1 that was free a moment ago: concurrent tests must not share 29500.
+int freePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 29500;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+int shell(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+class StacksCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fl_stacks_cli_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  nlohmann::json stacks() {
+    const fs::path log = dir_ / "stacks.json";
+    const int rc = shell(std::string(FL_FAULTLINE) + " stacks --json > " + log.string() + " 2>" + (dir_ / "stacks.err").string());
+    EXPECT_EQ(rc, 0) << slurp(dir_ / "stacks.err");
+    return nlohmann::json::parse(slurp(log));
+  }
+
+  fs::path dir_;
+};
+
+// ci/deps installs Debian's torch and the current 2.x side by side: both are stacks under test.
+TEST_F(StacksCli, EveryTorchGivesFourWorkingStacks) {
+  const auto list = stacks();
+  std::set<std::string> versions;
+  for (const auto& s : list) {
+    if (s["torch"].is_string()) versions.insert(s["torch"].get<std::string>());
+  }
+  ASSERT_GE(versions.size(), 2u) << "expected Debian's torch and the venv's (run ci/deps): " << list.dump(2);
+  for (const auto& s : list) {
+    const std::string name = s["stack"];
+    if (name == "external") continue;
+    if (name.rfind("launch@", 0) == 0 && !s["works"].get<bool>()) {
+      // Allowed only for the stated reason: that torch no longer ships the module.
+      EXPECT_NE(s["problem"].get<std::string>().find("no longer ships torch.distributed.launch"), std::string::npos) << s.dump();
+      continue;
+    }
+    EXPECT_TRUE(s["works"].get<bool>()) << s.dump();
+  }
+  for (const char* launcher : {"builtin@", "torchrun@", "spawn@"}) {
+    int n = 0;
+    for (const auto& s : list) n += s["stack"].get<std::string>().rfind(launcher, 0) == 0;
+    EXPECT_EQ(n, static_cast<int>(versions.size())) << launcher;
+  }
+}
+
+TEST_F(StacksCli, TableNamesEachStackAndABadStackNameIsAUsageError) {
+  EXPECT_EQ(shell(std::string(FL_FAULTLINE) + " stacks > " + (dir_ / "t").string() + " 2>&1"), 0);
+  const std::string table = slurp(dir_ / "t");
+  EXPECT_NE(table.find("torchrun@"), std::string::npos) << table;
+  EXPECT_NE(table.find("external"), std::string::npos) << table;
+  EXPECT_EQ(shell(std::string(FL_FAULTLINE) + " run x.toml --stack torchrun@2 > " + (dir_ / "u").string() + " 2>&1"), 2);
+  EXPECT_NE(slurp(dir_ / "u").find("not a torch version MAJOR.MINOR"), std::string::npos) << slurp(dir_ / "u");
+}
+
+// Every variable torchrun sets for its workers, the builtin launcher sets too,
+// so a script that reads ROLE_RANK or TORCHELASTIC_RUN_ID runs unchanged.
+TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
+  const std::string script = std::string(FL_SOURCE_DIR) + "/tests/fixtures/python/dump_env.py";
+  const fs::path builtin = dir_ / "builtin";
+  fs::create_directories(builtin);
+  ASSERT_EQ(shell("DUMP_DIR=" + builtin.string() + " " + FL_FAULTLINE + " exec --nproc 2 -o " + (dir_ / "b").string() +
+                  " -- /usr/bin/python3 " + script + " > " + (dir_ / "b.log").string() + " 2>&1"),
+            0)
+      << slurp(dir_ / "b.log");
+  const auto builtin_env = nlohmann::json::parse(slurp(builtin / "rank1.json"));
+  int checked = 0;
+  for (const auto& s : stacks()) {
+    const std::string name = s["stack"];
+    if (name.rfind("torchrun@", 0) != 0 || !s["works"].get<bool>()) continue;
+    const fs::path out = dir_ / name;
+    fs::create_directories(out);
+    // torchrun straight, not under faultline: its own environment is the reference.
+    const std::string cmd = "env -u RANK -u WORLD_SIZE DUMP_DIR=" + out.string() + " " + s["program"].get<std::string>() +
+                            " --nproc_per_node=2 --master_port=" + std::to_string(freePort()) + " --redirects 2 --tee 2 --log_dir " + (out / "logs").string() +
+                            " " + script + " > " + (out / "log").string() + " 2>&1";
+    ASSERT_EQ(shell(cmd), 0) << name << ": " << slurp(out / "log");
+    const auto env = nlohmann::json::parse(slurp(out / "rank1.json"));
+    for (auto it = env.begin(); it != env.end(); ++it) {
+      if (std::getenv(it.key().c_str())) continue;  // inherited, not torchrun's
+      EXPECT_TRUE(builtin_env.contains(it.key())) << name << " sets " << it.key() << "=" << it.value().dump()
+                                                  << ", the builtin launcher does not";
+    }
+    for (const char* k : {"ROLE_RANK", "ROLE_WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK"}) {
+      if (env.contains(k)) EXPECT_EQ(env[k], builtin_env[k]) << name << " " << k;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 2) << "expected a torchrun of each installed torch";
+}
+
+}  // namespace
+}  // namespace faultline
