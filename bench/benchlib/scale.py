@@ -7,6 +7,7 @@ import json
 import os
 
 from benchlib.procs import Watched
+from benchlib.side_by_side import rank_error
 from benchlib.stages import explain_time
 
 # A tiny model and a few steps: start-up and rendezvous dominate, as they do
@@ -91,6 +92,8 @@ def torchrun_run(t, tr, world, name, timeout_s=900):
     out["trainer"] = trainer
     first, last, n = _pg_init_times(os.path.join(d, "ranks"), world, w.t_start_ns)
     out.update({"first_pg_init_s": first, "all_pg_init_s": last, "ranks_with_pg_init": n})
+    if w.returncode != 0:
+        out["error"] = rank_error(d)
     return out
 
 

@@ -116,6 +116,36 @@ def term_ignoring(t, reps, grace_s=1):
     return out
 
 
+def rank_error(run_dir):
+    """The first rank's `error` event under RUN_DIR/ranks ("rank 0: std::system_error: Broken pipe"), else the
+    last line of a torchrun rank log that has one, else None: why a run gave no figure."""
+    ranks = os.path.join(run_dir, "ranks")
+    for r in sorted(os.listdir(ranks), key=lambda x: (len(x), x)) if os.path.isdir(ranks) else []:
+        try:
+            with open(os.path.join(ranks, r, "events.jsonl")) as f:
+                for line in f:
+                    if '"error"' not in line:
+                        continue
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if e.get("ev") == "error":
+                        return f"rank {r}: {e.get('type') or e.get('kind')}: {e.get('message')}"
+        except OSError:
+            continue
+    for root, _, files in sorted(os.walk(os.path.join(run_dir, "logs"))):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), errors="replace") as f:
+                    lines = [x.strip() for x in f.read().splitlines()[-20:] if x.strip()]
+            except OSError:
+                continue
+            if lines:
+                return f"{os.path.relpath(os.path.join(root, name), run_dir)}: {lines[-1][:200]}"
+    return None
+
+
 def _fault_t(events_path):
     """t of the first `fault` event: the moment the laggard stopped taking part."""
     try:
@@ -171,7 +201,10 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
                         sample_every=None, slow_every=None)
             w.wait(timeout=180)
             t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
-            out[tr.name].append({"ended_ms": since(w.t_end_ns, t0), "exit_code": w.returncode})
+            rep = {"ended_ms": since(w.t_end_ns, t0), "exit_code": w.returncode}
+            if t0 is None:
+                rep["error"] = rank_error(d) or "rank 1 never reached its fault"
+            out[tr.name].append(rep)
     return out
 
 

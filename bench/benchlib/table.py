@@ -65,6 +65,19 @@ def fmt_plain(x):
     return "?" if x is None else f"{x:g}" if isinstance(x, (int, float)) else str(x)
 
 
+def _no_figure(c, names, key):
+    """"; torchrun@2.13 gave no figure: rank 0: ... (trainer caveat)" for each torchrun whose repetitions all
+    failed to give `key`: why its cell is empty."""
+    out = ""
+    for n in names:
+        reps = c.get(n) or []
+        if reps and all(x.get(key) is None for x in reps):
+            errors = sorted({x.get("error") or f"exit {x.get('exit_code')}" for x in reps})
+            caveat = c.get("torchruns", {}).get(n, {}).get("trainer_caveat")
+            out += f"; {n} gave no figure: {', '.join(errors)}" + (f" ({caveat})" if caveat else "")
+    return out
+
+
 class Row:
     """One measure: faultline's figure and each torchrun's (a dict by stack name)."""
 
@@ -105,7 +118,7 @@ def result_rows(r):
         rows += [
             Row("crash detection: rank exit -> supervisor noticed", col(fl, "detect_ms"), None, goal="<= 10 ms",
                 goal_max=10, reps=n, note="torchrun has no observable moment; it polls its workers every "
-                                          + _per_torchrun(c, "monitor_interval_s") + " (--monitor-interval default)"),
+                                          + _per_torchrun(c, "monitor_interval_s") + " (its --monitor-interval default)"),
             Row("first failure -> SIGTERM reaches the other ranks", col(fl, "term_delivered_ms"),
                 per("term_delivered_ms"), reps=n),
             Row("first failure -> all ranks reaped, cooperative ranks", col(fl, "all_reaped_ms"),
@@ -141,7 +154,7 @@ def result_rows(r):
                                 sum(1 for x in c["faultline"] if x.get("gdb_cut_off")), len(c["faultline"]),
                                 sum(1 for x in c["faultline"] if x["report_ms"] is not None), len(c["faultline"]),
                                 f"faultline: {os.path.basename(c.get('faultline_trainer') or 'faultline-trainer')}; "
-                                + trainers)))
+                                + trainers) + _no_figure(c, names, "ended_ms")))
     if "launch" in r:
         c = r["launch"]
         names = torchrun_names(c)
@@ -172,10 +185,15 @@ def result_rows(r):
     if "scale" in r and 64 in r["scale"]["faultline"]:
         s = r["scale"]
         fl64 = s["faultline"][64]
+        ran = {n: s[n][64] for n in torchrun_names(s) if 64 in s[n]}
+        # A torchrun run that failed ended early: its CPU share is no figure.
+        failed = [f"{n} failed (exit {x.get('exit_code')}: {x.get('error')})" for n, x in ran.items()
+                  if x.get("exit_code") != 0]
         rows.append(Row("supervisor CPU over a whole 64-rank reference-trainer run", fl64.get("harness_cpu_pct"),
-                        {n: s[n].get(64, {}).get("harness_cpu_pct") for n in torchrun_names(s) if 64 in s[n]},
+                        {n: x.get("harness_cpu_pct") for n, x in ran.items() if x.get("exit_code") == 0},
                         unit="% of a core", goal="< 2 %", goal_max=2, reps=1,
-                        note="own CPU time / wall time, start-up, teardown and diagnosis included"))
+                        note="own CPU time / wall time, start-up, teardown and diagnosis included"
+                             + "".join("; " + f for f in failed)))
     if "diagnose" in r:
         c = r["diagnose"]
         rows.append(Row("diagnosis, 64 ranks x 10 MB logs + 1000 steps of events (diagnose_bench)", c["bench_ms"],
@@ -321,6 +339,12 @@ def scale_md(s):
                            f"{fmt(t.get('harness_cpu_s'))} | {fmt(t.get('harness_cpu_pct'))} | "
                            f"{fmt(t.get('harness_peak_rss_mib'))} | {fmt(t.get('all_pg_init_s'))} | "
                            f"{t.get('exit_code', '-')} |")
+        for n in s["sizes"]:
+            for name in names:
+                t = _size(s[name], n)
+                if t and t.get("exit_code") not in (0, None):
+                    caveat = info.get(name, {}).get("trainer_caveat")
+                    out += ["", f"{name} at {n} ranks failed: {t.get('error')}" + (f" ({caveat})" if caveat else "")]
     return "\n".join(out)
 
 

@@ -90,6 +90,16 @@ class Torchrun:
         own = os.path.join(d, f"faultline-trainer-torch{self.series}")
         return own if os.access(own, os.X_OK) else os.path.join(d, "faultline-trainer")
 
+    def trainer_caveat(self, build_dir):
+        """Why the reference trainer may not run under this torchrun, or None:
+        the default build links Debian's LibTorch, whose TCPStore client
+        cannot talk to a newer torchrun's agent store (rank 0 ends on
+        "Broken pipe" under torchrun 2.13)."""
+        if os.path.basename(self.trainer(build_dir)) != "faultline-trainer" or self.python == DEBIAN_PYTHON:
+            return None
+        return (f"faultline-trainer-torch{self.series} not built: ran faultline-trainer, "
+                f"built against Debian's LibTorch, not torch {self.torch}'s")
+
     def as_dict(self, build_dir=None):
         out = {"stack": self.name, "torch": self.torch, "program": " ".join(self.program), "python": self.python,
                "works": self.works, **{k: v for k, v in self.info.items() if k not in ("torch", "python")}}
@@ -97,6 +107,9 @@ class Torchrun:
             out["error"] = self.error
         if build_dir:
             out["trainer"] = self.trainer(build_dir)
+            caveat = self.trainer_caveat(build_dir)
+            if caveat:
+                out["trainer_caveat"] = caveat
         return out
 
 
