@@ -118,9 +118,12 @@ def scale(t, sizes, torchrun_sizes, fault_world=64, fault_rank=37):
         for tr in t.torchruns:
             if n in torchrun_sizes:
                 out[tr.name][n] = torchrun_run(t, tr, n, f"scale-tr-{tr.series}-{n}")
+    if not fault_world:
+        return out
     fault = ["--fault", "cpp_exception", "--fault-rank", str(fault_rank), "--fault-step", "2"]
     run = faultline_run(t, fault_world, f"scale-fault-{fault_world}", fault)
     run["fault"] = fault
+    run["world"] = fault_world
     run["diagnosed_right"] = fault_ok(run, fault_world, fault_rank)
     out["fault"] = run
     return out

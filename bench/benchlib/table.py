@@ -200,7 +200,7 @@ def result_rows(r):
                         reps=c["reps"], note="CPU %s ms" % fmt(c.get("cpu_ms"))))
     if "scale" in r and r["scale"].get("fault", {}).get("explain_ms"):
         f = r["scale"]["fault"]
-        rows.append(Row("`faultline explain` of the real 64-rank fault run (process start to exit)",
+        rows.append(Row(f"`faultline explain` of the real {f.get('world', 64)}-rank fault run (process start to exit)",
                         med(f["explain_ms"]), reps=len(f["explain_ms"])))
     if "suite" in r:
         c = r["suite"]
@@ -373,7 +373,7 @@ def growth_md(g):
 
 def fault_md(f):
     rc = f.get("root_cause") or {}
-    return (f"Fault `{' '.join(f.get('fault', []))}` in 64 ranks: root cause `{rc.get('kind')}` on rank "
+    return (f"Fault `{' '.join(f.get('fault', []))}` in {f.get('world', 64)} ranks: root cause `{rc.get('kind')}` on rank "
             f"{rc.get('rank')}, roles {f.get('roles')}, teardown clean: {f.get('teardown_clean')} "
             f"({f.get('teardown_ms')} ms), wall {fmt(f.get('wall_s'))} s, harness CPU {fmt(f.get('harness_cpu_s'))} s, "
             f"peak RSS {fmt(f.get('harness_peak_rss_mib'))} MiB -> "
