@@ -67,7 +67,7 @@ class Torchrun:
         self.error = error
         self.torch = info.get("torch")
         self.series = series(self.torch)
-        self.name = f"torchrun@{self.series}"
+        self.name = f"torchrun@{self.series}" if self.torch else f"torchrun@unknown:{python}"
 
     @property
     def works(self):
@@ -113,17 +113,51 @@ class Torchrun:
         return out
 
 
-def _probe(python):
+def version_file(python):
+    """torch's version as torch/version.py of this interpreter's install says,
+    read without importing torch (Debian's: /usr/lib/python3/dist-packages);
+    None where there is none. Names a torchrun whose torch does not import."""
+    if os.path.realpath(python) == os.path.realpath(DEBIAN_PYTHON):
+        paths = ["/usr/lib/python3/dist-packages/torch/version.py"]
+    else:
+        prefix = os.path.dirname(os.path.dirname(python))
+        paths = sorted(glob.glob(os.path.join(prefix, "lib", "python3*", "site-packages", "torch", "version.py")))
+    for path in paths:
+        try:
+            with open(path) as f:
+                m = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+        except OSError:
+            continue
+        if m:
+            return m.group(1)
+    return None
+
+
+def _start_probe(python):
     try:
-        p = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return {}, f"{python}: {e}"
+        return subprocess.Popen([python, "-c", _PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    except OSError as e:
+        return e
+
+
+def _finish_probe(python, p):
+    """(info, None), or ({"torch": version.py's}, why it does not work)."""
+    fallback = {"torch": version_file(python)}
+    if isinstance(p, OSError):
+        return fallback, f"{python}: {p}"
+    try:
+        out, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        return fallback, f"{python}: the probe (import torch.distributed.run) took over 120 s"
     if p.returncode != 0:
-        return {}, f"{python} exited {p.returncode}: {p.stderr.strip().splitlines()[-1:] or ''}"
+        last = (err.strip().splitlines() or [""])[-1]
+        return fallback, f"{python} exited {p.returncode}: {last}"
     try:
-        return json.loads(p.stdout.strip().splitlines()[-1]), None
+        return json.loads(out.strip().splitlines()[-1]), None
     except (ValueError, IndexError):
-        return {}, f"{python}: no JSON from the probe: {p.stdout[-200:]!r}"
+        return fallback, f"{python}: no JSON from the probe: {out[-200:]!r}"
 
 
 def _interpreters():
@@ -149,9 +183,12 @@ def discover(only=None):
     """Every installed torchrun, newest first; `only` (names) keeps some.
     One that does not work (its torch does not import) is kept, with its
     error, so the results say it was left out and why."""
+    pairs = _interpreters()
+    # One probe per interpreter, all at once: each imports torch (seconds).
+    started = [(python, program, _start_probe(python)) for python, program in pairs]
     found = []
-    for python, program in _interpreters():
-        info, error = _probe(python)
+    for python, program, p in started:
+        info, error = _finish_probe(python, p)
         found.append(Torchrun(python, program, info, error))
     names = {}
     for t in found:
@@ -161,5 +198,8 @@ def discover(only=None):
         names[t.name] = t
     found.sort(key=lambda t: version_key(t.name))
     if only:
+        missing = [n for n in only if n not in names]
+        if missing:
+            raise LookupError(f"no {', '.join(missing)} installed; found {', '.join(t.name for t in found) or 'none'}")
         found = [t for t in found if t.name in only]
     return found
