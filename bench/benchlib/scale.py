@@ -117,7 +117,7 @@ def scale(t, sizes, torchrun_sizes, fault_world=64, fault_rank=37):
         out["faultline"][n] = faultline_run(t, n, f"scale-fl-{n}")
         for tr in t.torchruns:
             if n in torchrun_sizes:
-                out[tr.name][n] = torchrun_run(t, tr, n, f"scale-tr-{tr.series}-{n}")
+                out[tr.name][n] = torchrun_run(t, tr, n, f"scale-tr-{tr.tag}-{n}")
     if not fault_world:
         return out
     fault = ["--fault", "cpp_exception", "--fault-rank", str(fault_rank), "--fault-step", "2"]

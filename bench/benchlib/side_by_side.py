@@ -6,7 +6,7 @@ trainer, launch of 8 trivial ranks, and supervision CPU with 64 idle ranks.
 
 Ranks stamp CLOCK_REALTIME into $FAULTLINE_RUN_DIR/stamp-R-{exit,term} just
 before they exit or when SIGTERM reaches them, so latencies run from the moment
-the failing rank really exited, for both launchers alike. "Reaped" is when a
+the failing rank really exited, for every launcher alike. "Reaped" is when a
 rank's /proc entry disappeared, polled every millisecond by the same poller
 for every launcher (faultline's own record, supervisor.json, is kept beside it).
 
@@ -65,7 +65,7 @@ def crash(t, reps):
             "launcher_returned_ms": since(w.t_end_ns, t0),
         })
         for tr in t.torchruns:
-            d = t.work(f"tr-crash-{tr.series}-{i}")
+            d = t.work(f"tr-crash-{tr.tag}-{i}")
             w = Watched(tr.cmd(4, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
                         reap_poll=True, sample_every=None, slow_every=None)
             w.wait(timeout=120)
@@ -105,7 +105,7 @@ def term_ignoring(t, reps, grace_s=1):
         if t.skip_slow_torchrun:
             continue
         for tr in t.torchruns:
-            d = t.work(f"tr-term-{tr.series}-{i}")
+            d = t.work(f"tr-term-{tr.tag}-{i}")
             w = Watched(tr.cmd(2, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
                         reap_poll=True, sample_every=None, slow_every=None)
             w.wait(timeout=180)
@@ -195,7 +195,7 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
                                 if e.get("what", "").startswith(w + " stack dumps")), None),
             "root_cause": [rc.get("kind"), rc.get("rank")]})
         for tr in t.torchruns:
-            d = t.work(f"tr-hang-{tr.series}-{i}")
+            d = t.work(f"tr-hang-{tr.tag}-{i}")
             env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
             w = Watched(tr.cmd(world, os.path.join(d, "logs"), [tr.trainer(t.build)] + args), env=env,
                         sample_every=None, slow_every=None)
@@ -267,11 +267,11 @@ def launch8(t, reps, nproc=8):
             w.wait(timeout=60)
             out[key].append(_last_stamp_ms(d, nproc, w.t_start_ns))
         for tr in t.torchruns:
-            d = t.work(f"tr-launch-{tr.series}-{i}")
+            d = t.work(f"tr-launch-{tr.tag}-{i}")
             w = Watched(tr.cmd(nproc, d, ["/bin/true"]), sample_every=None, slow_every=None)
             w.wait(timeout=120)
             out[tr.name].append(w.wall_s * 1e3)
-            d = t.work(f"tr-started-{tr.series}-{i}")
+            d = t.work(f"tr-started-{tr.tag}-{i}")
             w = Watched(tr.cmd(nproc, os.path.join(d, "logs"), stamp), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
                         sample_every=None, slow_every=None)
             w.wait(timeout=120)

@@ -66,7 +66,7 @@ def suite(t, stack, jobs=2, tr=None):
     env = dict(os.environ)
     if tr is not None:
         env.update(FAULTLINE_TORCHRUN=tr.program[0], FAULTLINE_PYTHON=tr.python, FAULTLINE_TRAINER=tr.trainer(t.build))
-    out_dir = t.work(f"suite-{stack}" + (f"-{tr.series}" if tr else ""))
+    out_dir = t.work(f"suite-{stack}" + (f"-{tr.tag}" if tr else ""))
     t0 = time.monotonic()
     p = subprocess.run([t.faultline, "suite", os.path.join(t.source, "scenarios"), "--stack", stack,
                         "-j", str(jobs), "-o", out_dir], capture_output=True, text=True, cwd=t.source, env=env)

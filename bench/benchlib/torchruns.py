@@ -70,6 +70,11 @@ class Torchrun:
         self.name = f"torchrun@{self.series}" if self.torch else f"torchrun@unknown:{python}"
 
     @property
+    def tag(self):
+        """The name as a file name (run directories): torchrun-2.13."""
+        return re.sub(r"[^\w.+-]", "-", self.name)
+
+    @property
     def works(self):
         return self.error is None
 
