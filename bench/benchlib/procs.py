@@ -32,13 +32,6 @@ def free_port():
         return s.getsockname()[1]
 
 
-def torchrun_cmd(nproc, log_dir, argv, extra=()):
-    """Debian's torchrun 1.13 needs --redirects/--tee (its defaults crash on
-    Python 3.11) and a free port (concurrent jobs collide on 29500)."""
-    return ["/usr/bin/torchrun", "--no_python", f"--nproc_per_node={nproc}", "--redirects", "2", "--tee", "2",
-            "--log_dir", log_dir, "--master_port", str(free_port()), *extra] + list(argv)
-
-
 def schedstat_ns(pid):
     """Nanoseconds the process's live threads have been on a CPU; None when gone."""
     total = 0

@@ -6,7 +6,8 @@ rank collateral or ended by the teardown, teardown clean)."""
 import json
 import os
 
-from benchlib.procs import Watched, torchrun_cmd
+from benchlib.procs import Watched
+from benchlib.side_by_side import rank_error
 from benchlib.stages import explain_time
 
 # A tiny model and a few steps: start-up and rendezvous dominate, as they do
@@ -80,14 +81,19 @@ def faultline_run(t, world, name, fault=(), deadline_s=600, explain_reps=3):
     return out
 
 
-def torchrun_run(t, world, name, timeout_s=900):
+def torchrun_run(t, tr, world, name, timeout_s=900):
+    """One torchrun, its own trainer build where there is one (recorded)."""
     d = t.work(name)
     env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
-    w = Watched(torchrun_cmd(world, os.path.join(d, "logs"), [t.trainer, *TRAINER_ARGS]), env=env, pss_every=2.0)
+    trainer = tr.trainer(t.build)
+    w = Watched(tr.cmd(world, os.path.join(d, "logs"), [trainer, *TRAINER_ARGS]), env=env, pss_every=2.0)
     w.wait(timeout=timeout_s)
     out = _usage(w)
+    out["trainer"] = trainer
     first, last, n = _pg_init_times(os.path.join(d, "ranks"), world, w.t_start_ns)
     out.update({"first_pg_init_s": first, "all_pg_init_s": last, "ranks_with_pg_init": n})
+    if w.returncode != 0:
+        out["error"] = rank_error(d)
     return out
 
 
@@ -102,14 +108,22 @@ def fault_ok(run, world, rank):
 
 
 def scale(t, sizes, torchrun_sizes, fault_world=64, fault_rank=37):
-    out = {"sizes": sizes, "trainer_args": TRAINER_ARGS, "faultline": {}, "torchrun": {}}
+    """faultline at every size in `sizes`, each torchrun at `torchrun_sizes`
+    ("faultline": {n: run}, "torchrun@2.13": {n: run}, ...)."""
+    out = {"sizes": sizes, "trainer_args": TRAINER_ARGS, "faultline": {}, "faultline_trainer": t.trainer,
+           **{tr.name: {} for tr in t.torchruns},
+           "torchruns": {tr.name: tr.as_dict(t.build) for tr in t.torchruns}}
     for n in sizes:
         out["faultline"][n] = faultline_run(t, n, f"scale-fl-{n}")
-        if n in torchrun_sizes:
-            out["torchrun"][n] = torchrun_run(t, n, f"scale-tr-{n}")
+        for tr in t.torchruns:
+            if n in torchrun_sizes:
+                out[tr.name][n] = torchrun_run(t, tr, n, f"scale-tr-{tr.tag}-{n}")
+    if not fault_world:
+        return out
     fault = ["--fault", "cpp_exception", "--fault-rank", str(fault_rank), "--fault-step", "2"]
     run = faultline_run(t, fault_world, f"scale-fault-{fault_world}", fault)
     run["fault"] = fault
+    run["world"] = fault_world
     run["diagnosed_right"] = fault_ok(run, fault_world, fault_rank)
     out["fault"] = run
     return out

@@ -1,19 +1,25 @@
-"""faultline's builtin launcher and /usr/bin/torchrun on the same ranks, one
-repetition after the other: crash detection and teardown on the hostile
+"""faultline's builtin launcher and every installed torchrun (benchlib.torchruns:
+Debian's 1.13, the venvs' 2.x) on the same ranks, one repetition after the
+other, in the same order each time: crash detection and teardown on the hostile
 fixture (tests/fixtures/hostile/hostile.c), a hung collective of the reference
 trainer, launch of 8 trivial ranks, and supervision CPU with 64 idle ranks.
 
 Ranks stamp CLOCK_REALTIME into $FAULTLINE_RUN_DIR/stamp-R-{exit,term} just
 before they exit or when SIGTERM reaches them, so latencies run from the moment
-the failing rank really exited, for both launchers alike. "Reaped" is when a
+the failing rank really exited, for every launcher alike. "Reaped" is when a
 rank's /proc entry disappeared, polled every millisecond by the same poller
-for both launchers (faultline's own record, supervisor.json, is kept beside it).
+for every launcher (faultline's own record, supervisor.json, is kept beside it).
+
+Each section's result has "faultline", one key per torchrun ("torchrun@2.13",
+"torchrun@1.13"; the launch section also "started_torchrun@2.13", ...) and
+"torchruns": what each of them is (torch version, program, monitor interval,
+grace before SIGKILL, which reference trainer it ran), as used.
 """
 import json
 import os
 import time
 
-from benchlib.procs import Watched, children, stamp, torchrun_cmd, schedstat_ns
+from benchlib.procs import Watched, children, stamp, schedstat_ns
 
 
 def since(t_ns, t0_ns):
@@ -27,6 +33,11 @@ def _load(path):
         return json.load(f)
 
 
+def _torchruns(t, trainer=False):
+    """What each torchrun of this section is, for the results."""
+    return {tr.name: tr.as_dict(t.build if trainer else None) for tr in t.torchruns}
+
+
 def _fl_rank_pids(run_dir):
     return {r["pid"] for r in _load(os.path.join(run_dir, "supervisor.json"))["ranks"]}
 
@@ -34,7 +45,7 @@ def _fl_rank_pids(run_dir):
 def crash(t, reps):
     """4 ranks; rank 1 exits 1 after 0.5 s, the others end on SIGTERM (cooperative)."""
     argv = [t.hostile, "delay=0.5", "1=stamp-exit:1", "*=stamp-term:60"]
-    out = {"faultline": [], "torchrun": []}
+    out = {"faultline": [], **{tr.name: [] for tr in t.torchruns}, "torchruns": _torchruns(t)}
     for i in range(reps):
         d = t.work(f"fl-crash-{i}")
         w = Watched([t.faultline, "exec", "--nproc", "4", "--grace", "3", "-o", d, "--"] + argv, reap_poll=True,
@@ -53,27 +64,31 @@ def crash(t, reps):
             "all_reaped_record_ms": since(max(r["exit_ns"] or 0 for r in sup["ranks"]), t0),
             "launcher_returned_ms": since(w.t_end_ns, t0),
         })
-        d = t.work(f"tr-crash-{i}")
-        w = Watched(torchrun_cmd(4, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
-                    reap_poll=True, sample_every=None, slow_every=None)
-        w.wait(timeout=120)
-        t0 = stamp(d, 1, "exit")
-        terms = [x for x in (stamp(d, r, "term") for r in (0, 2, 3)) if x]
-        reaped = list(w.reaped_ns.values())
-        out["torchrun"].append({
-            "detect_ms": None,  # torchrun has no observable "noticed" moment before it signals
-            "term_delivered_ms": since(min(terms), t0) if terms else None,
-            "all_reaped_ms": since(max(reaped), t0) if len(reaped) == 4 else None,
-            "launcher_returned_ms": since(w.t_end_ns, t0),
-        })
+        for tr in t.torchruns:
+            d = t.work(f"tr-crash-{tr.tag}-{i}")
+            w = Watched(tr.cmd(4, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                        reap_poll=True, sample_every=None, slow_every=None)
+            w.wait(timeout=120)
+            t0 = stamp(d, 1, "exit")
+            terms = [x for x in (stamp(d, r, "term") for r in (0, 2, 3)) if x]
+            reaped = list(w.reaped_ns.values())
+            out[tr.name].append({
+                "detect_ms": None,  # torchrun has no observable "noticed" moment before it signals
+                "term_delivered_ms": since(min(terms), t0) if terms else None,
+                "all_reaped_ms": since(max(reaped), t0) if len(reaped) == 4 else None,
+                "launcher_returned_ms": since(w.t_end_ns, t0),
+                "exit_code": w.returncode,
+            })
     return out
 
 
 def term_ignoring(t, reps, grace_s=1):
     """2 ranks; rank 1 exits 1, rank 0 ignores SIGTERM: faultline ends it after
-    --grace; torchrun after its own fixed 30 s before SIGKILL."""
+    --grace; each torchrun after its own default grace before SIGKILL (30 s in
+    1.13 and 2.13: a worker failure reaches LocalElasticAgent._shutdown(),
+    which --shutdown-timeout does not; recorded per torchrun)."""
     argv = [t.hostile, "delay=0.3", "1=stamp-exit:1", "*=ignore-term:60"]
-    out = {"faultline": [], "torchrun": [], "grace_s": grace_s}
+    out = {"faultline": [], **{tr.name: [] for tr in t.torchruns}, "grace_s": grace_s, "torchruns": _torchruns(t)}
     for i in range(reps):
         d = t.work(f"fl-term-{i}")
         w = Watched([t.faultline, "exec", "--nproc", "2", "--grace", str(grace_s), "-o", d, "--"] + argv,
@@ -89,14 +104,46 @@ def term_ignoring(t, reps, grace_s=1):
         })
         if t.skip_slow_torchrun:
             continue
-        d = t.work(f"tr-term-{i}")
-        w = Watched(torchrun_cmd(2, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
-                    reap_poll=True, sample_every=None, slow_every=None)
-        w.wait(timeout=180)
-        t0 = stamp(d, 1, "exit")
-        reaped = list(w.reaped_ns.values())
-        out["torchrun"].append({"all_reaped_ms": since(max(reaped), t0) if len(reaped) == 2 else None})
+        for tr in t.torchruns:
+            d = t.work(f"tr-term-{tr.tag}-{i}")
+            w = Watched(tr.cmd(2, os.path.join(d, "logs"), argv), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                        reap_poll=True, sample_every=None, slow_every=None)
+            w.wait(timeout=180)
+            t0 = stamp(d, 1, "exit")
+            reaped = list(w.reaped_ns.values())
+            out[tr.name].append({"all_reaped_ms": since(max(reaped), t0) if len(reaped) == 2 else None,
+                                 "exit_code": w.returncode})
     return out
+
+
+def rank_error(run_dir):
+    """The first rank's `error` event under RUN_DIR/ranks ("rank 0: std::system_error: Broken pipe"), else the
+    last line of a torchrun rank log that has one, else None: why a run gave no figure."""
+    ranks = os.path.join(run_dir, "ranks")
+    for r in sorted(os.listdir(ranks), key=lambda x: (len(x), x)) if os.path.isdir(ranks) else []:
+        try:
+            with open(os.path.join(ranks, r, "events.jsonl")) as f:
+                for line in f:
+                    if '"error"' not in line:
+                        continue
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if e.get("ev") == "error":
+                        return f"rank {r}: {e.get('type') or e.get('kind')}: {e.get('message')}"
+        except OSError:
+            continue
+    for root, _, files in sorted(os.walk(os.path.join(run_dir, "logs"))):
+        for name in files:
+            try:
+                with open(os.path.join(root, name), errors="replace") as f:
+                    lines = [x.strip() for x in f.read().splitlines()[-20:] if x.strip()]
+            except OSError:
+                continue
+            if lines:
+                return f"{os.path.relpath(os.path.join(root, name), run_dir)}: {lines[-1][:200]}"
+    return None
 
 
 def _fault_t(events_path):
@@ -121,15 +168,18 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
     timeout in the waiting peers). faultline: from the fault to `faultline exec`
     returning with a report whose root cause names rank 1 (hang timeout
     `hang_timeout_s`, native stacks of the stuck ranks included). torchrun: from
-    the fault to torchrun returning (the peers' Gloo timeout, then its monitor)."""
-    args = [t.trainer, "--steps", "10", "--hidden", "16", "--collective-timeout", str(collective_timeout_s),
+    the fault to torchrun returning (the peers' Gloo timeout, then its monitor).
+    Each torchrun runs the trainer built against its own LibTorch where there
+    is one (faultline-trainer-torch<series>), recorded in "torchruns"."""
+    args = ["--steps", "10", "--hidden", "16", "--collective-timeout", str(collective_timeout_s),
             "--fault", "hung_collective", "--fault-rank", "1", "--fault-step", "3"]
-    out = {"faultline": [], "torchrun": [], "collective_timeout_s": collective_timeout_s,
-           "hang_timeout_s": hang_timeout_s, "world": world}
+    out = {"faultline": [], **{tr.name: [] for tr in t.torchruns}, "collective_timeout_s": collective_timeout_s,
+           "hang_timeout_s": hang_timeout_s, "world": world, "faultline_trainer": t.trainer,
+           "torchruns": _torchruns(t, trainer=True)}
     for i in range(reps):
         d = t.work(f"fl-hang-{i}")
         w = Watched([t.faultline, "exec", "--nproc", str(world), "--hang-timeout", str(hang_timeout_s),
-                     "--deadline", "120", "-o", d, "--"] + args, sample_every=None, slow_every=None)
+                     "--deadline", "120", "-o", d, "--", t.trainer] + args, sample_every=None, slow_every=None)
         w.wait(timeout=180)
         t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
         report = _load(os.path.join(d, "report.json"))
@@ -144,12 +194,17 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
             "stack_tool": next((w for e in report.get("timeline", []) for w in ("eu-stack", "gdb")
                                 if e.get("what", "").startswith(w + " stack dumps")), None),
             "root_cause": [rc.get("kind"), rc.get("rank")]})
-        d = t.work(f"tr-hang-{i}")
-        env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
-        w = Watched(torchrun_cmd(world, os.path.join(d, "logs"), args), env=env, sample_every=None, slow_every=None)
-        w.wait(timeout=180)
-        t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
-        out["torchrun"].append({"ended_ms": since(w.t_end_ns, t0), "exit_code": w.returncode})
+        for tr in t.torchruns:
+            d = t.work(f"tr-hang-{tr.tag}-{i}")
+            env = dict(os.environ, FAULTLINE_RUN_DIR=d, FAULTLINE_EVENTS_DIR=os.path.join(d, "ranks"))
+            w = Watched(tr.cmd(world, os.path.join(d, "logs"), [tr.trainer(t.build)] + args), env=env,
+                        sample_every=None, slow_every=None)
+            w.wait(timeout=180)
+            t0 = _fault_t(os.path.join(d, "ranks", "1", "events.jsonl"))
+            rep = {"ended_ms": since(w.t_end_ns, t0), "exit_code": w.returncode}
+            if t0 is None:
+                rep["error"] = rank_error(d) or "rank 1 never reached its fault"
+            out[tr.name].append(rep)
     return out
 
 
@@ -174,9 +229,12 @@ def launch8(t, reps, nproc=8):
     straight from this script. Whole: nproc ranks of /bin/true, process start
     to launcher exit (faultline: diagnosis and the five report files
     included); its floor is posix_spawn x nproc + waitpid."""
-    keys = ("floor", "faultline", "faultline_cpu", "faultline_no_instrument", "torchrun",
-            "started_floor", "started_faultline", "started_faultline_no_instrument", "started_torchrun")
+    keys = ["floor", "faultline", "faultline_cpu", "faultline_no_instrument", "started_floor", "started_faultline",
+            "started_faultline_no_instrument"]
+    keys += [k for tr in t.torchruns for k in (tr.name, "started_" + tr.name)]
     out = {k: [] for k in keys}
+    out["nproc"] = nproc
+    out["torchruns"] = _torchruns(t)
     stamp = [t.hostile, "*=stamp-exit:0"]
     for i in range(reps):
         t0 = time.monotonic_ns()
@@ -208,15 +266,16 @@ def launch8(t, reps, nproc=8):
                         sample_every=None, slow_every=None)
             w.wait(timeout=60)
             out[key].append(_last_stamp_ms(d, nproc, w.t_start_ns))
-        d = t.work(f"tr-launch-{i}")
-        w = Watched(torchrun_cmd(nproc, d, ["/bin/true"]), sample_every=None, slow_every=None)
-        w.wait(timeout=120)
-        out["torchrun"].append(w.wall_s * 1e3)
-        d = t.work(f"tr-started-{i}")
-        w = Watched(torchrun_cmd(nproc, os.path.join(d, "logs"), stamp), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
-                    sample_every=None, slow_every=None)
-        w.wait(timeout=120)
-        out["started_torchrun"].append(_last_stamp_ms(d, nproc, w.t_start_ns))
+        for tr in t.torchruns:
+            d = t.work(f"tr-launch-{tr.tag}-{i}")
+            w = Watched(tr.cmd(nproc, d, ["/bin/true"]), sample_every=None, slow_every=None)
+            w.wait(timeout=120)
+            out[tr.name].append(w.wall_s * 1e3)
+            d = t.work(f"tr-started-{tr.tag}-{i}")
+            w = Watched(tr.cmd(nproc, os.path.join(d, "logs"), stamp), env=dict(os.environ, FAULTLINE_RUN_DIR=d),
+                        sample_every=None, slow_every=None)
+            w.wait(timeout=120)
+            out["started_" + tr.name].append(_last_stamp_ms(d, nproc, w.t_start_ns))
     return out
 
 
@@ -224,15 +283,15 @@ def idle_cpu(t, reps, nranks=64, settle_s=2.0, window_s=2.0, start_limit_s=120):
     """Launcher CPU (all its threads, nanoseconds from schedstat) while nranks
     ranks sleep, in `reps` consecutive windows once every rank has started and
     `settle_s` more have passed: % of one core per window."""
-    out = {}
-    for name in ("faultline", "torchrun"):
-        d = t.work(f"{name}-idle")
+    out = {"nranks": nranks, "torchruns": _torchruns(t)}
+    for name, tr in [("faultline", None)] + [(tr.name, tr) for tr in t.torchruns]:
+        d = t.work(f"{name.replace('@', '-')}-idle")
         # The ranks sleep until the windows are over, however long start-up took.
         argv = [t.hostile, f"*=sleep:{start_limit_s + settle_s + reps * window_s}"]
-        if name == "faultline":
+        if tr is None:
             cmd = [t.faultline, "exec", "--nproc", str(nranks), "-o", d, "--"] + argv
         else:
-            cmd = torchrun_cmd(nranks, os.path.join(d, "logs"), argv)
+            cmd = tr.cmd(nranks, os.path.join(d, "logs"), argv)
         w = Watched(cmd, env=dict(os.environ, FAULTLINE_RUN_DIR=d), sample_every=None, slow_every=None)
         deadline = time.monotonic() + start_limit_s
         while len([c for c in children(w.proc.pid) if _is_hostile(c)]) < nranks and time.monotonic() < deadline:

@@ -1,6 +1,7 @@
 """Measures of single stages and of the whole catalog: diagnosis of a large
 run (bench/diagnose_bench), the Google Benchmark micro-benchmarks, and the full
-CPU conformance suite on the builtin and torchrun stacks."""
+CPU conformance suite on the builtin stack and on the torchrun stack with each
+installed torchrun."""
 import json
 import os
 import re
@@ -57,12 +58,18 @@ def explain_time(faultline, run_dir, reps):
     return times
 
 
-def suite(t, stack, jobs=2):
-    """`faultline suite scenarios --stack STACK -j JOBS`: wall s and verdict counts."""
-    out_dir = t.work(f"suite-{stack}")
+def suite(t, stack, jobs=2, tr=None):
+    """`faultline suite scenarios --stack STACK -j JOBS`: wall s and verdict
+    counts. With `tr` (a benchlib.torchruns.Torchrun), the torchrun stack runs
+    that torchrun, its interpreter and its trainer build (FAULTLINE_TORCHRUN,
+    FAULTLINE_PYTHON, FAULTLINE_TRAINER)."""
+    env = dict(os.environ)
+    if tr is not None:
+        env.update(FAULTLINE_TORCHRUN=tr.program[0], FAULTLINE_PYTHON=tr.python, FAULTLINE_TRAINER=tr.trainer(t.build))
+    out_dir = t.work(f"suite-{stack}" + (f"-{tr.tag}" if tr else ""))
     t0 = time.monotonic()
     p = subprocess.run([t.faultline, "suite", os.path.join(t.source, "scenarios"), "--stack", stack,
-                        "-j", str(jobs), "-o", out_dir], capture_output=True, text=True, cwd=t.source)
+                        "-j", str(jobs), "-o", out_dir], capture_output=True, text=True, cwd=t.source, env=env)
     wall = time.monotonic() - t0
     counts = {}
     for line in p.stdout.splitlines():
