@@ -350,8 +350,8 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
         for (size_t i = 0; i < drawn; ++i) out << "\x1b[1A\x1b[2K";
         drawn = 0;
       }
-      out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(11) << verdictName(entry.report.verdict)
-          << std::setw(34) << s.name << std::setw(10) << entry.stack << fmtSeconds(msSince(it->started)) << "  "
+      out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(12) << verdictName(entry.report.verdict)
+          << std::setw(34) << s.name << std::setw(15) << entry.stack << fmtSeconds(msSince(it->started)) << "  "
           << reports::headline(entry.report) << "\n";
       suite.entries[order[s.name]] = std::move(entry);
       running.erase(it);
@@ -362,14 +362,14 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   if (auto w = reports::renderSuite(suite, root); !w) err << "faultline suite: " << w.error().str() << "\n";
 
   // The summary table: scenario, stack, verdict, root cause, teardown time.
-  out << "\n" << std::left << std::setw(34) << "scenario" << std::setw(10) << "stack" << std::setw(12) << "verdict"
+  out << "\n" << std::left << std::setw(34) << "scenario" << std::setw(15) << "stack" << std::setw(12) << "verdict"
       << std::setw(10) << "teardown" << "root cause\n";
   std::vector<Verdict> verdicts;
   std::map<std::string, int> counts;
   for (const auto& e : suite.entries) {
     verdicts.push_back(e.report.verdict);
     ++counts[verdictName(e.report.verdict)];
-    out << std::setw(34) << e.name << std::setw(10) << e.stack << std::setw(12) << verdictName(e.report.verdict)
+    out << std::setw(34) << e.name << std::setw(15) << e.stack << std::setw(12) << verdictName(e.report.verdict)
         << std::setw(10) << (std::to_string(e.report.teardown.duration_ms) + " ms") << reports::headline(e.report) << "\n";
   }
   out << "\n";
