@@ -11,8 +11,9 @@ void LeakCheck::note(const std::vector<pid_t>& pids) {
   if (pids.empty()) return;
   const auto listening = listeningTcpSockets();
   for (pid_t p : pids) {
-    for (const auto& s : shmPathsOf(p)) shm_.insert(s);
-    for (unsigned long inode : socketInodesOf(p)) {
+    const HeldResources held = heldResourcesOf(p);
+    shm_.insert(held.shm.begin(), held.shm.end());
+    for (unsigned long inode : held.sockets) {
       if (auto it = listening.find(inode); it != listening.end()) ports_[inode] = it->second;
     }
   }

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <sstream>
 
 namespace faultline::supervise {
@@ -170,28 +171,30 @@ int countOpenFds() {
   return n - 1;  // the directory stream's own fd
 }
 
-std::set<std::string> shmPathsOf(pid_t pid) {
-  std::set<std::string> out;
+HeldResources heldResourcesOf(pid_t pid) {
+  HeldResources out;
   const std::string base = "/proc/" + std::to_string(pid);
+  static constexpr std::string_view kShm = "/dev/shm/";
   if (auto maps = readSmallFile(base + "/maps", 16 << 20)) {
-    std::istringstream in(*maps);
-    std::string line;
-    while (std::getline(in, line)) {
-      size_t p = line.find("/dev/shm/");
-      if (p != std::string::npos) {
-        std::string path = line.substr(p);
-        if (size_t d = path.find(" (deleted)"); d != std::string::npos) continue;
-        out.insert(path);
-      }
+    const std::string_view text = *maps;
+    for (size_t p = text.find(kShm); p != std::string_view::npos; p = text.find(kShm, p + 1)) {
+      const size_t end = text.find('\n', p);
+      std::string_view path = text.substr(p, end == std::string_view::npos ? std::string_view::npos : end - p);
+      if (path.find(" (deleted)") != std::string_view::npos) continue;
+      out.shm.emplace(path);
     }
   }
   if (DIR* d = ::opendir((base + "/fd").c_str())) {
     while (dirent* e = ::readdir(d)) {
       char buf[4096];
-      ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf, sizeof buf - 1);
+      const ssize_t n = ::readlinkat(::dirfd(d), e->d_name, buf, sizeof buf - 1);
       if (n <= 0) continue;
-      std::string target(buf, static_cast<size_t>(n));
-      if (target.rfind("/dev/shm/", 0) == 0 && target.find(" (deleted)") == std::string::npos) out.insert(target);
+      const std::string_view target(buf, static_cast<size_t>(n));
+      if (target.rfind("socket:[", 0) == 0) {
+        out.sockets.insert(std::strtoul(buf + 8, nullptr, 10));
+      } else if (target.rfind(kShm, 0) == 0 && target.find(" (deleted)") == std::string_view::npos) {
+        out.shm.emplace(target);
+      }
     }
     ::closedir(d);
   }

@@ -46,8 +46,14 @@ std::string exeName(pid_t pid);
 // Open file descriptors of this process (for fd-leak checks).
 int countOpenFds();
 
-// /dev/shm paths a process has mapped or open.
-std::set<std::string> shmPathsOf(pid_t pid);
+// What a process holds that can outlive it: /dev/shm paths it has mapped or
+// open, and the socket inodes among its fds. One pass over its fds; the maps
+// file (hundreds of KB for a LibTorch process) is searched, not split into lines.
+struct HeldResources {
+  std::set<std::string> shm;
+  std::set<unsigned long> sockets;
+};
+HeldResources heldResourcesOf(pid_t pid);
 // Socket inodes among a process's fds.
 std::set<unsigned long> socketInodesOf(pid_t pid);
 // Listening TCP sockets (v4 and v6): inode -> port.

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <map>
 
 #include "harness/launch/clock.h"
 #include "harness/launch/process_spawn.h"
@@ -58,7 +61,7 @@ void WatchLoop::addSurvivor(pid_t pid, const std::string& why) {
            "survivor pid " + std::to_string(pid) + " (" + cmd + "): " + why);
 }
 
-void WatchLoop::requestStackDumps() {
+void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
   // Cheap dumps first: SIGUSR1 only where a handler is installed, because its
   // default action would kill the rank and destroy the evidence.
   std::vector<RankState*> usr1;
@@ -68,10 +71,33 @@ void WatchLoop::requestStackDumps() {
     teardown_.stack_dumps.push_back({r->rank, r->pid, "sigusr1", "", true});
     usr1.push_back(r.get());
   }
+  meanwhile();  // the ranks write their dumps in the meantime
   if (!usr1.empty()) {
     timeline(std::nullopt, "SIGUSR1 stack-dump request to " + std::to_string(usr1.size()) + " rank(s)");
-    runUntil([&] { return std::all_of(usr1.begin(), usr1.end(), [](RankState* r) { return r->finished; }); },
-             std::chrono::milliseconds(500));
+    // The shim's handler is faulthandler's, which writes every thread's stack
+    // from the signal handler itself, in a millisecond or so: a rank is done
+    // once its stacks file has grown and then stayed the same size for one
+    // poll. A rank that never writes (a handler that is not the shim's, a
+    // stopped process) costs at most the bound, as before.
+    std::map<RankState*, std::uintmax_t> before, last;
+    auto size = [this](RankState* r) {
+      std::error_code ec;
+      const auto n = std::filesystem::file_size(layout_.rankStacks(r->rank), ec);
+      return ec ? std::uintmax_t{0} : n;
+    };
+    for (RankState* r : usr1) before[r] = last[r] = size(r);
+    const auto limit = Clock::now() + std::chrono::milliseconds(500);
+    while (Clock::now() < limit) {
+      runUntil([] { return false; }, std::chrono::milliseconds(2));
+      bool all = true;
+      for (RankState* r : usr1) {
+        if (r->finished) continue;
+        const auto n = size(r);
+        if (n == before[r] || n != last[r]) all = false;
+        last[r] = n;
+      }
+      if (all) break;
+    }
   }
   // Native stacks only when a rank is stuck (hang, deadline): a plain crash
   // must not wait for them before SIGTERM. eu-stack (elfutils) reads a
@@ -160,12 +186,15 @@ void WatchLoop::teardown() {
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
   } else {
     teardown_.started_ns = launch::realtimeNs();
-    leaks_.note(live);
+    // What the run's processes hold is noted before any of them is signalled
+    // to exit, while the SIGUSR1 dumps are being written.
+    auto noteHeld = [&] { leaks_.note(live); };
     if (stack_ended) {
+      noteHeld();
       // The stack finished (or its launcher exited) and left these behind.
       for (pid_t p : live) addSurvivor(p, "left running after the stack ended");
     } else {
-      requestStackDumps();
+      requestStackDumps(noteHeld);
     }
     // SIGCONT too: a stopped process would hold SIGTERM pending forever.
     live = containment_.members();

@@ -119,7 +119,9 @@ class WatchLoop {
   // Teardown helpers.
   void runUntil(const std::function<bool()>& done, Clock::duration max);
   void sendSignal(pid_t pid, int sig);
-  void requestStackDumps();
+  // SIGUSR1 to ranks that catch it, `meanwhile` while they write, then native
+  // dumps of stuck ranks (hang, deadline).
+  void requestStackDumps(const std::function<void()>& meanwhile);
   void addSurvivor(pid_t pid, const std::string& why);
   bool allRanksReaped() const;
 
