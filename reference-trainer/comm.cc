@@ -12,6 +12,7 @@
 #endif
 
 #include "faultline/probe.h"
+#include "reference-trainer/torch_compat.h"
 
 namespace faultline::trainer {
 namespace {
