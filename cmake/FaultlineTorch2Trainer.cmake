@@ -160,3 +160,7 @@ ExternalProject_Add(faultline-trainer-torch2
   USES_TERMINAL_CONFIGURE ON
   USES_TERMINAL_BUILD ON
   BUILD_BYPRODUCTS ${FAULTLINE_TRAINER2_BIN})
+# After the main trainer: its two LibTorch translation units and the
+# sub-build's, the heaviest of the tree, then do not all compile at once on a
+# small machine.
+add_dependencies(faultline-trainer-torch2 faultline-trainer)
