@@ -136,7 +136,8 @@ TEST_F(TrainerClean, FourRanksTrainInSync) {
 }
 
 // Under the torchrun of the trainer's own PyTorch ($FAULTLINE_TRAINER_TORCHRUN):
-// its agent hosts the TCPStore the trainer joins, so both come from one PyTorch.
+// its agent hosts the TCPStore the trainer joins, and a 2.13 client cannot
+// join a 1.13 store ("TCP client failed to connect/validate").
 TEST_F(TrainerClean, RunsUnderRealTorchrun) {
   const char* env_torchrun = std::getenv("FAULTLINE_TRAINER_TORCHRUN");
   const std::string torchrun = env_torchrun ? env_torchrun : "/usr/bin/torchrun";
