@@ -26,18 +26,31 @@ function(fl_add_library name)
   fl_target_warnings(fl_${name})
 endfunction()
 
-# fl_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s])
-# One GoogleTest executable registered as one CTest test with labels.
+# fl_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s] [ENV ...] [NO_RUN])
+# One GoogleTest executable registered as one CTest test with labels; NO_RUN
+# builds it only, for a test run several ways (fl_add_test_run).
 function(fl_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS;ENV" ${ARGN})
+  cmake_parse_arguments(ARG "NO_RUN" "TIMEOUT" "SOURCES;DEPS;LABELS;ENV" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main Threads::Threads)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
   fl_target_warnings(${name})
-  add_test(NAME ${name} COMMAND ${name})
+  if(NOT ARG_NO_RUN)
+    fl_add_test_run(${name} ${name} LABELS ${ARG_LABELS} TIMEOUT "${ARG_TIMEOUT}" ENV ${ARG_ENV})
+  endif()
+endfunction()
+
+# fl_add_test_run(<ctest-name> <executable> [LABELS ...] [TIMEOUT s] [ENV ...] [SKIP_REGEX re])
+# One CTest test that runs a test executable, with the common environment.
+function(fl_add_test_run test exe)
+  cmake_parse_arguments(ARG "" "TIMEOUT;SKIP_REGEX" "LABELS;ENV" ${ARGN})
+  add_test(NAME ${test} COMMAND ${exe})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+  set_tests_properties(${test} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
     ENVIRONMENT "FAULTLINE_SOURCE_DIR=${PROJECT_SOURCE_DIR};FAULTLINE_BINARY_DIR=${PROJECT_BINARY_DIR};${ARG_ENV}")
+  if(ARG_SKIP_REGEX)
+    set_tests_properties(${test} PROPERTIES SKIP_REGULAR_EXPRESSION "${ARG_SKIP_REGEX}")
+  endif()
 endfunction()

@@ -1,7 +1,7 @@
 // c10d process groups behind the Comm interface. The compatibility layer is a
 // template over the process-group class: ProcessGroupGloo and ProcessGroupNCCL
 // expose the same collective signatures in LibTorch 1.13 and 2.x, whether they
-// derive from ProcessGroup (1.13) or Backend (2.x).
+// derive from ProcessGroup (1.13) or Backend (2.x); torch_compat.h has the rest.
 #include "reference-trainer/comm.h"
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
@@ -12,6 +12,7 @@
 #endif
 
 #include "faultline/probe.h"
+#include "reference-trainer/torch_compat.h"
 
 namespace faultline::trainer {
 namespace {

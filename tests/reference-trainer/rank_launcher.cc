@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -47,12 +48,24 @@ std::string readFile(const fs::path& p) {
   return ss.str();
 }
 
+std::string trainerBin() {
+  const char* bin = std::getenv("FAULTLINE_TRAINER_BIN");
+  return bin && *bin ? bin : FAULTLINE_TRAINER_BIN;
+}
+
+std::string trainerUnavailable() {
+  const char* why = std::getenv("FAULTLINE_TRAINER_UNAVAILABLE");
+  if (!why || !*why) return "";
+  return "unsupported: " + fs::path(trainerBin()).filename().string() + " was not built: " + why;
+}
+
 Launch launchRanks(const std::string& name, const LaunchOptions& options) {
   Launch launch;
   launch.dir = fs::temp_directory_path() / ("fl_trainer_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(launch.dir);
   fs::create_directories(launch.dir);
   const int port = freePort();
+  const std::string bin = trainerBin();
   const auto start = Clock::now();
   std::vector<pid_t> pids;
   for (int r = 0; r < options.world_size; ++r) {
@@ -74,7 +87,7 @@ Launch launchRanks(const std::string& name, const LaunchOptions& options) {
       ::setenv("FAULTLINE_EVENTS", (rdir / "events.jsonl").c_str(), 1);
       ::unsetenv("FAULTLINE_EVENTS_DIR");
       ::unsetenv("FAULTLINE_FAULT");
-      std::vector<std::string> args{FAULTLINE_TRAINER_BIN, "--out-dir", (launch.dir / "out").string()};
+      std::vector<std::string> args{bin, "--out-dir", (launch.dir / "out").string()};
       args.insert(args.end(), options.args.begin(), options.args.end());
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());

@@ -39,6 +39,14 @@ struct Launch {
   std::vector<RankRun> ranks;
 };
 
+// The trainer under test: $FAULTLINE_TRAINER_BIN (each CTest run of a trainer
+// test names one trainer, one per LibTorch), else the one it was built with.
+std::string trainerBin();
+// Why the trainer under test cannot run, for GTEST_SKIP: the CTest run says,
+// in $FAULTLINE_TRAINER_UNAVAILABLE, why the build did not make it. Empty when
+// it was built.
+std::string trainerUnavailable();
+
 Launch launchRanks(const std::string& name, const LaunchOptions& options);
 int freePort();
 std::string readFile(const std::filesystem::path& p);

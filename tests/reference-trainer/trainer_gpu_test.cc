@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,16 @@ namespace faultline::testing {
 namespace {
 
 std::string whyNoGpu() {
-  if (!FAULTLINE_TEST_HAVE_NCCL) return "LibTorch was built without CUDA/NCCL";
+  // Set per trainer by CMake: whether the LibTorch it was built against has CUDA.
+  const char* nccl = std::getenv("FAULTLINE_TEST_HAVE_NCCL");
+  if (!nccl || std::string(nccl) != "1") return "LibTorch was built without CUDA/NCCL";
   if (::access("/dev/nvidia0", F_OK) != 0 && ::access("/dev/nvidiactl", F_OK) != 0) return "no NVIDIA GPU device";
   if (std::system("nvidia-smi -L > /dev/null 2>&1") != 0) return "nvidia-smi finds no GPU";
   return "";
 }
 
 TEST(TrainerGpu, TwoRanksOverNccl) {
+  if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
   if (auto why = whyNoGpu(); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
   LaunchOptions o;
   o.args = {"--steps", "20", "--device", "cuda", "--backend", "nccl", "--fingerprint-every", "5"};

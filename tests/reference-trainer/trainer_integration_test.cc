@@ -1,5 +1,7 @@
 // faultline-trainer end to end over real Gloo collectives: a clean run trains
-// and stays in sync, and every fault kind really produces its symptom.
+// and stays in sync, and every fault kind really produces its symptom. Run once
+// per trainer binary (one per LibTorch, see CMakeLists.txt); one that was not
+// built makes every test skip with the reason.
 #include <signal.h>
 
 #include <algorithm>
@@ -71,7 +73,20 @@ std::set<int64_t> sampleSet(const RankRun& r, int epoch) {
   return {};
 }
 
-TEST(TrainerClean, FourRanksTrainInSync) {
+// Every test runs the trainer this run names, and skips when it was not built.
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
+    ASSERT_TRUE(fs::exists(trainerBin())) << trainerBin() << " does not exist, but the build says it made it";
+    RecordProperty("trainer", trainerBin());
+  }
+};
+using TrainerClean = TrainerTest;
+using TrainerFaults = TrainerTest;
+using TrainerCli = TrainerTest;
+
+TEST_F(TrainerClean, FourRanksTrainInSync) {
   LaunchOptions o;
   o.world_size = 4;
   o.args = {"--steps", "60", "--lr", "0.3", "--fingerprint-every", "10"};
@@ -120,16 +135,22 @@ TEST(TrainerClean, FourRanksTrainInSync) {
   }
 }
 
-TEST(TrainerClean, RunsUnderRealTorchrun) {
-  if (!fs::exists("/usr/bin/torchrun")) GTEST_SKIP() << "/usr/bin/torchrun is not installed";
+// Under the torchrun of the trainer's own PyTorch ($FAULTLINE_TRAINER_TORCHRUN):
+// its agent hosts the TCPStore the trainer joins, and a 2.13 client cannot
+// join a 1.13 store ("TCP client failed to connect/validate").
+TEST_F(TrainerClean, RunsUnderRealTorchrun) {
+  const char* env_torchrun = std::getenv("FAULTLINE_TRAINER_TORCHRUN");
+  const std::string torchrun = env_torchrun ? env_torchrun : "/usr/bin/torchrun";
+  if (torchrun.empty()) GTEST_SKIP() << "no torchrun of this trainer's PyTorch is known";
+  if (!fs::exists(torchrun)) GTEST_SKIP() << torchrun << " is not installed";
   const fs::path dir = fs::temp_directory_path() / ("fl_trainer_torchrun_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   // Debian's torchrun 1.13 on Python 3.11 crashes in option parsing with its
   // default --redirects/--tee; 2/2 works and keeps per-rank logs.
-  const std::string cmd = "cd " + dir.string() + " && timeout 120 /usr/bin/torchrun --no_python --nproc_per_node=4 " +
+  const std::string cmd = "cd " + dir.string() + " && timeout 120 " + torchrun + " --no_python --nproc_per_node=4 " +
                           "--master_port " + std::to_string(freePort()) + " --redirects 2 --tee 2 --log_dir " +
-                          (dir / "logs").string() + " " FAULTLINE_TRAINER_BIN " --steps 20 --out-dir " +
+                          (dir / "logs").string() + " " + trainerBin() + " --steps 20 --out-dir " +
                           (dir / "out").string() + " > stdout 2> stderr";
   const int rc = std::system(cmd.c_str());
   ASSERT_EQ(rc, 0) << readFile(dir / "stderr");
@@ -137,7 +158,7 @@ TEST(TrainerClean, RunsUnderRealTorchrun) {
   EXPECT_TRUE(fs::exists(dir / "out" / "checkpoint.pt"));
 }
 
-TEST(TrainerFaults, UndefinedSymbolKillsRankWithLoaderError) {
+TEST_F(TrainerFaults, UndefinedSymbolKillsRankWithLoaderError) {
   auto l = launchRanks("undef", faultRun("undefined_symbol", 1, 3));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.exitedWith(127)) << r1.err;
@@ -148,7 +169,7 @@ TEST(TrainerFaults, UndefinedSymbolKillsRankWithLoaderError) {
   expectPeersDiedAfter(l, 1);
 }
 
-TEST(TrainerFaults, UndefinedSymbolAtLoadBecomesUncaughtException) {
+TEST_F(TrainerFaults, UndefinedSymbolAtLoadBecomesUncaughtException) {
   auto l = launchRanks("undefnow", faultRun("undefined_symbol", 1, 3, {"--fault-arg", "now"}));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.killedBy(SIGABRT)) << r1.err;
@@ -159,7 +180,7 @@ TEST(TrainerFaults, UndefinedSymbolAtLoadBecomesUncaughtException) {
   expectPeersDiedAfter(l, 1);
 }
 
-TEST(TrainerFaults, CppExceptionIsC10ErrorWithLocation) {
+TEST_F(TrainerFaults, CppExceptionIsC10ErrorWithLocation) {
   auto l = launchRanks("cppexc", faultRun("cpp_exception", 1, 3));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.killedBy(SIGABRT));
@@ -175,7 +196,7 @@ TEST(TrainerFaults, CppExceptionIsC10ErrorWithLocation) {
   EXPECT_TRUE(contains(l.ranks[0].err, "Connection") || contains(l.ranks[0].err, "Timed out"));
 }
 
-TEST(TrainerFaults, ExceptionInDataThread) {
+TEST_F(TrainerFaults, ExceptionInDataThread) {
   auto l = launchRanks("thread", faultRun("exception_in_thread", 1, 3));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.killedBy(SIGABRT));
@@ -184,7 +205,7 @@ TEST(TrainerFaults, ExceptionInDataThread) {
   expectPeersDiedAfter(l, 1);
 }
 
-TEST(TrainerFaults, SegfaultReportedBySignalHandler) {
+TEST_F(TrainerFaults, SegfaultReportedBySignalHandler) {
   auto l = launchRanks("segv", faultRun("segfault", 1, 3));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.killedBy(SIGSEGV));
@@ -197,7 +218,7 @@ TEST(TrainerFaults, SegfaultReportedBySignalHandler) {
   expectPeersDiedAfter(l, 1);
 }
 
-TEST(TrainerFaults, AbortSigkillAndExit) {
+TEST_F(TrainerFaults, AbortSigkillAndExit) {
   auto a = launchRanks("abort", faultRun("abort", 1, 2));
   EXPECT_TRUE(a.ranks[1].killedBy(SIGABRT));
   EXPECT_EQ(errorEvent(a.ranks[1])["type"], "SIGABRT");
@@ -214,7 +235,7 @@ TEST(TrainerFaults, AbortSigkillAndExit) {
   expectPeersDiedAfter(x, 1);
 }
 
-TEST(TrainerFaults, OomFailsAllocationInsideTheRank) {
+TEST_F(TrainerFaults, OomFailsAllocationInsideTheRank) {
   auto l = launchRanks("oom", faultRun("oom", 1, 2));
   const auto& r1 = l.ranks[1];
   EXPECT_TRUE(r1.killedBy(SIGABRT)) << r1.err;
@@ -222,7 +243,7 @@ TEST(TrainerFaults, OomFailsAllocationInsideTheRank) {
   expectPeersDiedAfter(l, 1);
 }
 
-TEST(TrainerFaults, HungCollectiveBlocksPeersUntilTimeout) {
+TEST_F(TrainerFaults, HungCollectiveBlocksPeersUntilTimeout) {
   auto o = faultRun("hung_collective", 1, 3);
   o.after_failure = std::chrono::milliseconds(500);
   auto l = launchRanks("hang", o);
@@ -244,7 +265,7 @@ TEST(TrainerFaults, HungCollectiveBlocksPeersUntilTimeout) {
   for (const auto& b : r1.eventsOf("collective_begin")) EXPECT_LT(b["seq"].get<int64_t>(), stuck);
 }
 
-TEST(TrainerFaults, SkippedCollectiveDesynchronisesTheGroup) {
+TEST_F(TrainerFaults, SkippedCollectiveDesynchronisesTheGroup) {
   auto l = launchRanks("skip", faultRun("hung_collective", 1, 3, {"--fault-arg", "skip"}));
   EXPECT_FALSE(l.ranks[0].exitedWith(0));
   EXPECT_FALSE(l.ranks[1].exitedWith(0));
@@ -257,7 +278,7 @@ TEST(TrainerFaults, SkippedCollectiveDesynchronisesTheGroup) {
   EXPECT_TRUE(mismatch);
 }
 
-TEST(TrainerFaults, CollectiveMismatchBySizeAndByOp) {
+TEST_F(TrainerFaults, CollectiveMismatchBySizeAndByOp) {
   auto s = launchRanks("mismatch_size", faultRun("collective_mismatch", 1, 3));
   EXPECT_FALSE(s.ranks[0].exitedWith(0));
   EXPECT_FALSE(s.ranks[1].exitedWith(0));
@@ -276,7 +297,7 @@ TEST(TrainerFaults, CollectiveMismatchBySizeAndByOp) {
   EXPECT_EQ(b1["op"], "broadcast");
 }
 
-TEST(TrainerFaults, SeedMismatchReplicasDiverge) {
+TEST_F(TrainerFaults, SeedMismatchReplicasDiverge) {
   auto l = launchRanks("seed", faultRun("seed_mismatch", 1, 1));
   ASSERT_TRUE(l.ranks[0].exitedWith(0) && l.ranks[1].exitedWith(0));
   auto f0 = fingerprints(l.ranks[0]), f1 = fingerprints(l.ranks[1]);
@@ -285,7 +306,7 @@ TEST(TrainerFaults, SeedMismatchReplicasDiverge) {
   EXPECT_TRUE(l.ranks[0].eventsOf("collective_begin").front()["op"] != "broadcast");
 }
 
-TEST(TrainerFaults, UnshardedDataEveryRankSeesEverything) {
+TEST_F(TrainerFaults, UnshardedDataEveryRankSeesEverything) {
   auto l = launchRanks("unsharded", faultRunAll("unsharded_data", {"--dataset-size", "1024"}));
   ASSERT_TRUE(l.ranks[0].exitedWith(0) && l.ranks[1].exitedWith(0));
   auto s0 = sampleSet(l.ranks[0], 0), s1 = sampleSet(l.ranks[1], 0);
@@ -293,7 +314,7 @@ TEST(TrainerFaults, UnshardedDataEveryRankSeesEverything) {
   EXPECT_EQ(s0, s1);  // 100% overlap
 }
 
-TEST(TrainerFaults, UnsyncedMetricsRankZeroReportsLocalLoss) {
+TEST_F(TrainerFaults, UnsyncedMetricsRankZeroReportsLocalLoss) {
   auto l = launchRanks("unsynced", faultRun("unsynced_metrics", 0, 1));
   ASSERT_TRUE(l.ranks[0].exitedWith(0) && l.ranks[1].exitedWith(0));
   std::map<long, double> global0, local0, local1;
@@ -311,7 +332,7 @@ TEST(TrainerFaults, UnsyncedMetricsRankZeroReportsLocalLoss) {
   }
 }
 
-TEST(TrainerFaults, ConcurrentWritesInterleaveInOneFile) {
+TEST_F(TrainerFaults, ConcurrentWritesInterleaveInOneFile) {
   auto l = launchRanks("writes", faultRunAll("concurrent_writes"));
   ASSERT_TRUE(l.ranks[0].exitedWith(0) && l.ranks[1].exitedWith(0));
   const std::string log = readFile(l.dir / "out" / "train.log");
@@ -325,7 +346,7 @@ TEST(TrainerFaults, ConcurrentWritesInterleaveInOneFile) {
   EXPECT_TRUE(paths1.count((l.dir / "out" / "checkpoint.pt").string()));
 }
 
-TEST(TrainerFaults, StragglerSlowsItsStepsAndItsPeers) {
+TEST_F(TrainerFaults, StragglerSlowsItsStepsAndItsPeers) {
   auto l = launchRanks("straggler", faultRun("straggler", 1, 2, {"--fault-arg", "150"}));
   ASSERT_TRUE(l.ranks[0].exitedWith(0) && l.ranks[1].exitedWith(0));
   auto stepTimes = [](const RankRun& r) {
@@ -339,7 +360,7 @@ TEST(TrainerFaults, StragglerSlowsItsStepsAndItsPeers) {
   EXPECT_LT(t1[1], 150'000'000);
 }
 
-TEST(TrainerFaults, RendezvousFailureRankNeverJoins) {
+TEST_F(TrainerFaults, RendezvousFailureRankNeverJoins) {
   auto l = launchRanks("rdzv", faultRun("rendezvous_failure", 1, 1));
   EXPECT_TRUE(l.ranks[1].exitedWith(1));
   EXPECT_TRUE(l.ranks[1].eventsOf("pg_init").empty());
@@ -353,8 +374,8 @@ TEST(TrainerFaults, RendezvousFailureRankNeverJoins) {
   EXPECT_FALSE(w.ranks[0].exitedWith(0));
 }
 
-TEST(TrainerCli, BadEnvironmentAndFlagsExitTwo) {
-  const std::string bin = FAULTLINE_TRAINER_BIN;
+TEST_F(TrainerCli, BadEnvironmentAndFlagsExitTwo) {
+  const std::string bin = trainerBin();
   EXPECT_EQ(std::system(("env -u RANK -u WORLD_SIZE " + bin + " 2>/dev/null").c_str()) >> 8, 2);
   EXPECT_EQ(std::system(("RANK=0 WORLD_SIZE=1 MASTER_ADDR=x MASTER_PORT=1 " + bin + " --steps -3 2>/dev/null").c_str()) >> 8, 2);
   EXPECT_EQ(std::system(("RANK=0 WORLD_SIZE=2 MASTER_ADDR=x MASTER_PORT=1 " + bin + " --fault segfault --fault-rank 2 2>/dev/null").c_str()) >> 8, 2);
