@@ -44,6 +44,9 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
     o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"run\" time=\"" << seconds << "\">\n";
     if (r.verdict == Verdict::kError) {
       o << "      <error message=\"" << escapeXml(headline(r)) << "\"/>\n";
+    } else if (r.verdict == Verdict::kUnsupported) {
+      // A scenario that could not run on this stack: a skip, with the reason, never red.
+      o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
     } else if (verdictIsFailure(r.verdict)) {
       o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"" << verdictName(r.verdict) << "\"/>\n";
     }
@@ -73,6 +76,7 @@ Counts countCases(const Report& r) {
   Counts c;
   if (r.expectations.empty()) {
     c.tests = 1;
+    c.skipped = r.verdict == Verdict::kUnsupported;
     c.errors = r.verdict == Verdict::kError;
     c.failures = !c.errors && verdictIsFailure(r.verdict);
     return c;

@@ -158,7 +158,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
       report.stack.launcher = plan.stack;
       report.stack.torch = plan.torch;
       report.expectations = judge::judgeAll(s.expect, toJson(report));
-      report.verdict = observed->interrupted ? Verdict::kIncomplete : judge::verdictOf(report.expectations);
+      report.verdict = observed->interrupted ? Verdict::kIncomplete : judge::scenarioVerdict(report.expectations, report);
     }
   }
   report.scenario = ScenarioRef{s.name, s.file};
@@ -207,6 +207,7 @@ int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::o
     for (const auto& st : s.stack.stacks) {
       if (st != s.stack.launcher) stacks += "," + st;
     }
+    if (!s.stack.torch.empty()) stacks += " (torch " + s.stack.torch + ")";
     out << std::left << std::setw(static_cast<int>(width) + 2) << s.name << std::setw(22) << ("[" + tags + "]")
         << std::setw(24) << stacks << s.description << "\n";
   }

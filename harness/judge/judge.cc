@@ -144,4 +144,9 @@ Verdict verdictOf(const std::vector<Expectation>& judged) {
   return any_fail ? Verdict::kFail : Verdict::kPass;
 }
 
+Verdict scenarioVerdict(const std::vector<Expectation>& judged, const Report& report) {
+  if (report.extra.contains("diagnose_error")) return Verdict::kUnresolved;
+  return verdictOf(judged);
+}
+
 }  // namespace faultline::judge

@@ -22,4 +22,10 @@ std::vector<Expectation> judgeAll(const std::vector<scenario::Expect>& expects, 
 // evaluated; fail otherwise. A run the harness could not complete is error.
 Verdict verdictOf(const std::vector<Expectation>& judged);
 
+// A scenario's verdict from its judged expectations and its report: when the
+// diagnosis failed (report.extra "diagnose_error"), the expectations were
+// judged against a report nobody finished, so the answer is unresolved, never
+// a pass (Jepsen's "unknown"), whatever they say.
+Verdict scenarioVerdict(const std::vector<Expectation>& judged, const Report& report);
+
 }  // namespace faultline::judge

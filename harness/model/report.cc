@@ -220,7 +220,8 @@ std::string roleName(RankRole r) { return nameOf(kRoles, r); }
 std::optional<RankRole> roleFromName(const std::string& name) { return valueOf(kRoles, name); }
 std::string verdictName(Verdict v) { return nameOf(kVerdicts, v); }
 std::optional<Verdict> verdictFromName(const std::string& name) { return valueOf(kVerdicts, name); }
-bool verdictIsFailure(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean; }
+// Unsupported is a skip (lit's UNSUPPORTED): the scenario did not run, nothing failed.
+bool verdictIsFailure(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean && v != Verdict::kUnsupported; }
 std::string escalationName(Escalation e) { return nameOf(kEscalations, e); }
 std::optional<Escalation> escalationFromName(const std::string& name) { return valueOf(kEscalations, name); }
 

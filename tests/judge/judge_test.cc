@@ -80,5 +80,17 @@ TEST(Judge, NothingJudgedIsNotAPass) {
   EXPECT_EQ(verdictOf({}), Verdict::kUnresolved);
 }
 
+// Regression: a scenario expecting root_cause = null passed when diagnosis threw.
+TEST(Judge, ACrashedDiagnosisIsUnresolvedNeverAPass) {
+  Report r;
+  r.extra["diagnose_error"] = "exception: boom";
+  const auto judged = judgeAll({ex("root_cause", scenario::MatchOp::kNull, true)}, toJson(r));
+  ASSERT_EQ(judged.size(), 1u);
+  EXPECT_TRUE(judged[0].ok);  // the expectation alone would pass
+  EXPECT_EQ(scenarioVerdict(judged, r), Verdict::kUnresolved);
+  r.extra.erase("diagnose_error");
+  EXPECT_EQ(scenarioVerdict(judged, r), Verdict::kPass);
+}
+
 }  // namespace
 }  // namespace faultline::judge

@@ -77,6 +77,7 @@ TEST(Report, VerdictFailureFlags) {
   EXPECT_FALSE(verdictIsFailure(Verdict::kPass));
   EXPECT_FALSE(verdictIsFailure(Verdict::kClean));
   EXPECT_TRUE(verdictIsFailure(Verdict::kUnresolved));
+  EXPECT_FALSE(verdictIsFailure(Verdict::kUnsupported));
   EXPECT_TRUE(verdictIsFailure(Verdict::kDiagnosed));
   EXPECT_EQ(kindFromName("no_pg_destroy"), Kind::kNoPgDestroy);
   EXPECT_EQ(kindFromName("nope"), std::nullopt);

@@ -69,6 +69,27 @@ TEST(Junit, ParsesAndHasTheStructureCiReads) {
   EXPECT_TRUE(suite.find_child_by_attribute("testcase", "name", "teardown.clean").child("error"));
 }
 
+// Regression: an unsupported run has no expectations and was a <failure>,
+// red in Jenkins and GitLab for what is a skip.
+TEST(Junit, UnsupportedIsASkipWithItsReason) {
+  Report r;
+  r.scenario = ScenarioRef{"stock-flags", "s.toml"};
+  r.stack.launcher = "torchrun@2.13";
+  r.verdict = Verdict::kUnsupported;
+  r.extra["unsupported_reason"] = "scenario 'stock-flags' applies to torch <2, not 2.13.0+cpu";
+  pugi::xml_document doc;
+  const std::string xml = junitForRun(r);
+  ASSERT_TRUE(doc.load_string(xml.c_str())) << xml;
+  auto suite = doc.child("testsuites").child("testsuite");
+  EXPECT_EQ(suite.attribute("tests").as_int(), 1);
+  EXPECT_EQ(suite.attribute("failures").as_int(), 0);
+  EXPECT_EQ(suite.attribute("skipped").as_int(), 1);
+  auto tc = suite.child("testcase");
+  EXPECT_FALSE(tc.child("failure"));
+  EXPECT_EQ(std::string(tc.child("skipped").attribute("message").value()),
+            "unsupported: scenario 'stock-flags' applies to torch <2, not 2.13.0+cpu");
+}
+
 TEST(Junit, SuiteHasOneTestsuitePerScenario) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}, {"b", "torchrun", "b", hostileReport()}};
