@@ -54,7 +54,7 @@ def record(etype, value, tb, thread=None, error_file=True):
 
 
 def _write_error_file(rec, etype, value, tb):
-    """torchelastic's format (ErrorHandler.record_exception, torch 1.13), unless
+    """torchelastic's format (ErrorHandler.record_exception, the same in torch 1.13 and 2.x), unless
     the trainer's own @record already wrote the file."""
     path = os.environ.get("TORCHELASTIC_ERROR_FILE") or os.path.join(rec.rank_dir, "error.json")
     if os.path.exists(path):

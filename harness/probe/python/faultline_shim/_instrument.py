@@ -17,15 +17,17 @@ once more, applied false, its error prefixed "at run time: ".
 The shim's names for its patches (docs/BLACKBOX.md lists them) are part of
 the events contract; the harness groups them by what they observe.
 """
+import _thread
 import os
 import sys
-import threading
 
 from . import _state
 
 _MAX_ERROR = 300
 
-_lock = threading.Lock()
+# _thread, not threading: the package is imported by every Python process
+# that has the shim on its path, and threading costs an import there.
+_lock = _thread.allocate_lock()
 _outcomes = {}    # patch name -> None (applied) or the error text, in the order tried
 _sent = set()     # names whose current outcome is written
 _broken = set()   # names already reported broken at run time
@@ -33,7 +35,7 @@ _broken = set()   # names already reported broken at run time
 
 def _after_fork_in_child():
     global _lock
-    _lock = threading.Lock()  # another thread may have held it at the fork
+    _lock = _thread.allocate_lock()  # another thread may have held it at the fork
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
