@@ -636,6 +636,10 @@ Diagnosis analyzeRun(const RunInput& in) {
         v.diagnosis += "; was waiting in " + rc->collective->op + " #" + std::to_string(rc->collective->seq);
       }
     }
+    // Where it was in a hang is not known for a rank the shim could not trace.
+    if (rc && (rc->kind == Kind::kHungCollective || rc->kind == Kind::kTimeout) && gaps.collectives.count(r)) {
+      v.diagnosis += "; collective tracing unavailable (" + gaps.collectives.at(r) + ")";
+    }
     d.ranks.push_back(std::move(v));
 
     if (st.t_ns && st.cls != FailureClass::kNone && st.t_precise) {

@@ -353,6 +353,9 @@ TEST(Analyze, HangWithUntracedCollectivesSaysSoInsteadOfGuessing) {
   EXPECT_EQ(d.root_cause->summary,
             "hung collective: rank 0 blocked in allreduce #1 that every traced rank entered; collective tracing "
             "unavailable on rank 1 (patch dist.all_reduce failed: " + err + ")");
+  EXPECT_EQ(verdict(d, 1).diagnosis,
+            "killed by SIGTERM in teardown; collective tracing unavailable (patch dist.all_reduce failed: " + err +
+                ")");
 }
 
 TEST(Analyze, HangWithNoTracedRankInACollectiveNamesTheUntracedRank) {
