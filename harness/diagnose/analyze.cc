@@ -444,8 +444,10 @@ Diagnosis analyzeRun(const RunInput& in) {
       rc = c;
     }
   }
-  if (!rc && (any_failure || trigger_hang)) {
-    // Shutdown hang: every rank finished the same last step, one never exited.
+  // Shutdown hang: every rank finished the same last step, one never exited.
+  // Not where the shim could not trace a rank's collectives: after its last
+  // step it may be waiting in one nobody saw (the timeout below says so).
+  if (!rc && (any_failure || trigger_hang) && gaps.collectives.empty()) {
     int64_t top = -1;
     for (const auto& [r, ri] : in.ranks) top = std::max(top, maxStepEnd(ri));
     std::vector<int> stuck;
@@ -551,9 +553,11 @@ Diagnosis analyzeRun(const RunInput& in) {
     }
     // Why no collective or step explains it, where the shim could not look:
     // "not in a collective" is unknown for such a rank.
+    // (The supervisor's own words may have said it already.)
     const std::string step_gap = gapText(gaps.steps, "step tracking");
+    const bool said = in.supervisor->trigger.detail.find("collective tracing unavailable") != std::string::npos;
     for (const std::string* gap : {&collective_gap, &step_gap}) {
-      if (gap->empty()) continue;
+      if (gap->empty() || (gap == &collective_gap && said)) continue;
       c.summary += "; " + *gap;
     }
     c.layers.push_back({"error", c.summary});

@@ -43,6 +43,9 @@ class CollectiveTracker {
   void onLine(int file_rank, std::string_view line);
   bool instrumented() const { return !seen_.empty(); }
   bool anyInCollective() const;
+  // Some rank's collectives are not all traced (a shim patch failed there):
+  // "nobody is in a collective" cannot be known.
+  bool anyUntraced() const { return !untraced_.empty(); }
   std::optional<OpenCollective> openCollective(int rank) const;
   std::set<int> ranksSeen() const { return seen_; }
   size_t malformedLines() const { return malformed_; }

@@ -407,5 +407,32 @@ TEST(Analyze, NoRendezvousFailureInferredWhenInitProcessGroupWasNotWrapped) {
   EXPECT_EQ(d.root_cause->kind, Kind::kExitCode);
 }
 
+// Both ranks finished step 1, then rank 0 waits in an all-reduce the shim
+// could not wrap: that is no shutdown hang, and nobody can say where it is.
+TEST(Analyze, NoShutdownHangWhereCollectivesAreNotTraced) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.detail = "no progress for 5 s";
+  in.supervisor = rec;
+  for (int r : {0, 1}) {
+    RankInput& ri = addRank(in, r, std::nullopt, std::string("SIGTERM"));
+    ri.killed_by_teardown = true;
+    ri.events = History(r).instrument("dist.all_reduce", false, "TypeError: x").step(0).step(1).log();
+  }
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
+  EXPECT_EQ(d.root_cause->summary,
+            "no progress: no progress for 5 s; collective tracing unavailable on rank 0 (patch dist.all_reduce "
+            "failed: TypeError: x); collective tracing unavailable on rank 1 (patch dist.all_reduce failed: "
+            "TypeError: x)");
+  // Without the patch failure it reads as a shutdown hang, as before.
+  for (int r : {0, 1}) in.ranks[r].events = History(r).step(0).step(1).log();
+  d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kShutdownHang);
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

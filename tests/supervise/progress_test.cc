@@ -38,6 +38,9 @@ TEST(CollectiveTracker, ARankWithoutCollectiveTracingIsNotSaidToBeOutsideOne) {
             "rank 0 in allreduce seq 3; rank 1 collective tracing unavailable (patch dist.all_reduce failed: "
             "TypeError: x); rank 2 not in a collective");
   EXPECT_EQ(t.malformedLines(), 0u);
+  EXPECT_TRUE(t.anyUntraced());
+  t.onLine(1, R"({"t":5,"rank":1,"pid":8,"ev":"instrument","patch":"dist.all_reduce","applied":true})");
+  EXPECT_FALSE(t.anyUntraced());  // the later outcome stands
 }
 
 TEST(CollectiveTracker, MalformedLinesAreCountedNotFatal) {
