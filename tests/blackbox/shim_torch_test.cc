@@ -106,6 +106,9 @@ std::multiset<std::string> eventKinds(const std::string& run, int rank) {
   return out;
 }
 
+// A user's sitecustomize that makes the dist.all_reduce patch fail (see it).
+std::string breakPatch() { return std::string(FL_SOURCE_DIR) + "/tests/blackbox/break_patch"; }
+
 class ShimTorch : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -121,11 +124,14 @@ class ShimTorch : public ::testing::Test {
   std::string torchrun() const { return bin_ + "/torchrun"; }
 
   // `faultline exec --launcher external -- torchrun --nproc_per_node=2 ... SCRIPT`.
-  int torchrunExec(const TempDir& dir, const std::string& script, const std::map<std::string, std::string>& extra = {}) {
-    return runFaultline({"exec", "--launcher", "external", "--hang-timeout", "30", "--deadline", "240", "-o",
-                         dir / "run", "--", torchrun(), testing::freeTorchrunPortFlag(), "--nproc_per_node=2",
-                         "--redirects", "2", "--tee", "2", "--log_dir", dir / "torchrun", script},
-                        dir / "log", extra);
+  int torchrunExec(const TempDir& dir, const std::vector<std::string>& script,
+                   const std::map<std::string, std::string>& extra = {}, const std::string& hang_timeout = "30") {
+    std::vector<std::string> args = {"exec", "--launcher", "external", "--hang-timeout", hang_timeout, "--deadline",
+                                     "240", "-o", dir / "run", "--", torchrun(), testing::freeTorchrunPortFlag(),
+                                     "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                                     dir / "torchrun"};
+    args.insert(args.end(), script.begin(), script.end());
+    return runFaultline(args, dir / "log", extra);
   }
 
   // instruments.ranks.R of the report, checked for the torch version.
@@ -142,7 +148,7 @@ class ShimTorch : public ::testing::Test {
 
 TEST_F(ShimTorch, EveryPatchAppliesAndItsEvidenceAppears) {
   TempDir dir;
-  const int status = torchrunExec(dir, trainer("clean.py"));
+  const int status = torchrunExec(dir, {trainer("clean.py")});
   EXPECT_EQ(status, 0) << readFile(dir / "log");
   const json r = readJson(dir / "run/report.json");
   ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
@@ -199,8 +205,7 @@ TEST_F(ShimTorch, APatchThatFailsIsReportedWithItsError) {
   TempDir dir;
   // tests/blackbox/break_patch/sitecustomize.py, chained by the shim's, makes
   // all_reduce a callable the shim cannot wrap; the trainer runs as before.
-  const int status = torchrunExec(dir, trainer("clean.py"),
-                                  {{"PYTHONPATH", std::string(FL_SOURCE_DIR) + "/tests/blackbox/break_patch"}});
+  const int status = torchrunExec(dir, {trainer("clean.py")}, {{"PYTHONPATH", breakPatch()}});
   EXPECT_EQ(status, 0) << readFile(dir / "log");
   const json r = readJson(dir / "run/report.json");
   ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
@@ -217,6 +222,34 @@ TEST_F(ShimTorch, APatchThatFailsIsReportedWithItsError) {
   bool straggler = false;
   for (const json& u : r["unchecked_findings"]) straggler = straggler || u["kind"] == "straggler";
   EXPECT_TRUE(straggler) << r["unchecked_findings"].dump(1);
+}
+
+// hang.py with all_reduce untraced: rank 1 stops before step 3's loss
+// all-reduce, rank 0 waits in it unseen. Both finished step 3, so the events
+// alone would read as a shutdown hang; the report says what it cannot know.
+TEST_F(ShimTorch, AHangInAnUntracedCollectiveIsNotGuessed) {
+  TempDir dir;
+  const std::string script = trainer("hang.py");
+  torchrunExec(dir, {script, "--pg-timeout", "120"}, {{"PYTHONPATH", breakPatch()}}, "5");
+  const json r = readJson(dir / "run/report.json");
+  ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
+  const json& rc = r["root_cause"];
+  ASSERT_TRUE(rc.is_object()) << r.dump(1);
+  EXPECT_EQ(rc["kind"], "timeout") << rc.dump(1);
+  EXPECT_TRUE(rc["rank"].is_null()) << rc.dump(1);
+  const std::string summary = rc.value("summary", "");
+  for (int rank : {0, 1}) {
+    EXPECT_NE(summary.find("rank " + std::to_string(rank) +
+                           " collective tracing unavailable (patch dist.all_reduce failed: TypeError: "),
+              std::string::npos)
+        << summary;
+  }
+  EXPECT_EQ(summary.find("not in a collective"), std::string::npos) << summary;
+  // Where each rank stood comes from its stack dump.
+  const std::string at = "rank 1 at hang.py:" + std::to_string(lineOf(script, "threading.Event().wait()"));
+  bool located = false;
+  for (const json& l : rc["layers"]) located = located || l.value("text", "").rfind(at, 0) == 0;
+  EXPECT_TRUE(located) << rc["layers"].dump(1);
 }
 
 }  // namespace
