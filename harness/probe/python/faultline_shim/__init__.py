@@ -10,11 +10,13 @@ start, pg_init / pg_destroy, collective_begin / collective_end, step_begin /
 step_end, samples, fingerprint, error (docs/BLACKBOX.md says what each means
 and where it comes from), dumps every thread's stack into ranks/R/stacks.txt
 on SIGUSR1, and writes the torchelastic error file of an uncaught exception.
+Each patch says whether it applied (`instrument` events, _instrument.py), so
+that the harness can tell "did not happen" from "was not observed".
 
 Everything torch-related is patched when torch imports it, never by
 importing torch here. Nothing in the shim may change what the trainer does:
 every patch passes arguments, results and exceptions through, and every
-failure inside the shim is swallowed.
+failure inside the shim is swallowed (and reported as an instrument event).
 """
 import os
 

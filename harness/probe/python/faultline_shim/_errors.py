@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 
-from . import _state
+from . import _instrument, _state
 
 
 def _frames(tb):
@@ -81,8 +81,8 @@ def install():
     def excepthook(etype, value, tb):
         try:
             record(etype, value, tb)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("errors.excepthook", e)
         previous(etype, value, tb)
 
     sys.excepthook = excepthook
@@ -94,8 +94,8 @@ def install():
             # A thread's exception does not end the process: an event, no error file.
             name = args.thread.name if args.thread is not None else ""
             record(args.exc_type, args.exc_value, args.exc_traceback, thread=name, error_file=False)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("errors.excepthook", e)
         previous_thread(args)
 
     threading.excepthook = thread_excepthook

@@ -47,8 +47,8 @@ def _wrap_step(step):
         if _state.recorder is not None:
             try:
                 on_optimizer_step()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("optim.step", e)
         return out
 
     wrapper.__faultline_wrapped__ = step
