@@ -175,6 +175,32 @@ std::string markdownForRun(const Report& r) {
     }
     o << "\n";
   }
+  // What the shim could not observe: failed patches, findings not checked
+  // (docs/BLACKBOX.md, "Patch status"). Free-form extra: wrong types are skipped.
+  std::ostringstream unseen;
+  const auto unchecked = r.extra.find("unchecked_findings");
+  if (unchecked != r.extra.end() && unchecked->is_array()) {
+    for (const auto& u : *unchecked) {
+      if (!u.is_object() || !u.contains("kind") || !u["kind"].is_string()) continue;
+      const std::string reason = u.contains("reason") && u["reason"].is_string() ? u["reason"].get<std::string>() : "";
+      unseen << "| finding " << markdownCell(u["kind"].get<std::string>()) << " | not checked | " << markdownCell(reason)
+             << " |\n";
+    }
+  }
+  const auto instruments = r.extra.find("instruments");
+  if (instruments != r.extra.end() && instruments->is_object() && instruments->contains("ranks") &&
+      (*instruments)["ranks"].is_object()) {
+    for (const auto& [rank, inst] : (*instruments)["ranks"].items()) {
+      if (!inst.is_object() || !inst.contains("failed") || !inst["failed"].is_object()) continue;
+      for (const auto& [patch, error] : inst["failed"].items()) {
+        unseen << "| rank " << markdownCell(rank) << " | patch " << markdownCell(patch) << " failed | "
+               << markdownCell(error.is_string() ? error.get<std::string>() : "") << " |\n";
+      }
+    }
+  }
+  if (!unseen.str().empty()) {
+    o << "### Not observed\n\n| where | what | why |\n|---|---|---|\n" << unseen.str() << "\n";
+  }
   if (!r.expectations.empty()) {
     o << "### Expectations\n\n| | expectation | expected | actual |\n|---|---|---|---|\n";
     for (const auto& e : r.expectations) {

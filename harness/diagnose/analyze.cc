@@ -7,6 +7,7 @@
 
 #include "harness/diagnose/collateral.h"
 #include "harness/diagnose/collectives.h"
+#include "harness/diagnose/instruments.h"
 #include "harness/diagnose/python_traceback.h"
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
@@ -217,10 +218,40 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   return rc;
 }
 
-std::map<int, const EventLog*> eventLogs(const RunInput& in) {
+// Evidence the shim could not collect, per rank: why, for each kind the
+// analysis relies on. Empty when every patch applied or nobody said.
+struct ShimGaps {
+  std::map<int, std::string> collectives, steps, process_group;
+};
+
+ShimGaps shimGaps(const RunInput& in) {
+  ShimGaps g;
+  for (const auto& [r, ri] : in.ranks) {
+    const auto inst = rankInstruments(ri.events);
+    if (!inst) continue;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kCollectives)) g.collectives[r] = *m;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kSteps)) g.steps[r] = *m;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kProcessGroup)) g.process_group[r] = *m;
+  }
+  return g;
+}
+
+// "collective tracing unavailable on rank 1 (patch dist.all_reduce failed: TypeError: ...)"
+std::string gapText(const std::map<int, std::string>& gaps, const std::string& what) {
+  std::string s;
+  for (const auto& [r, why] : gaps) {
+    s += (s.empty() ? "" : "; ") + what + " unavailable on rank " + std::to_string(r) + " (" + why + ")";
+  }
+  return s;
+}
+
+// The ranks' events for the collective analysis, leaving out ranks whose
+// collectives were not all traced: their sequence numbers do not line up
+// with their peers', and a call they made may simply not be there.
+std::map<int, const EventLog*> eventLogs(const RunInput& in, const std::map<int, std::string>& untraced = {}) {
   std::map<int, const EventLog*> logs;
   for (const auto& [r, ri] : in.ranks) {
-    if (!ri.events.events.empty()) logs[r] = &ri.events;
+    if (!ri.events.events.empty() && !untraced.count(r)) logs[r] = &ri.events;
   }
   return logs;
 }
@@ -325,7 +356,9 @@ Diagnosis analyzeRun(const RunInput& in) {
   }
 
   // 2. A mismatch in the collectives explains the errors it causes.
-  const auto logs = eventLogs(in);
+  const ShimGaps gaps = shimGaps(in);
+  const std::string collective_gap = gapText(gaps.collectives, "collective tracing");
+  const auto logs = eventLogs(in, gaps.collectives);
   if (!rc) {
     if (auto m = findCollectiveMismatch(logs)) {
       RootCause c = rootFromCollective(*m);
@@ -364,7 +397,9 @@ Diagnosis analyzeRun(const RunInput& in) {
       instrumented = instrumented || hasEvent(*st.in, "start");
       peer_clean = peer_clean || (st.in->exit_known && st.in->exit_code == 0 && !st.in->signal);
     }
-    if (instrumented && !any_pg && !peer_clean && first.evidence.kind == Kind::kExitCode && in.world_size > 1) {
+    // (A rank whose init_process_group the shim could not wrap says nothing.)
+    if (instrumented && !any_pg && !peer_clean && gaps.process_group.empty() &&
+        first.evidence.kind == Kind::kExitCode && in.world_size > 1) {
       rc->kind = Kind::kRendezvousFailure;
       rc->missing_ranks = {first.in->rank};
       const std::string detail = "rank " + std::to_string(first.in->rank) + " exited with code " +
@@ -393,15 +428,26 @@ Diagnosis analyzeRun(const RunInput& in) {
         }
         c.layers = buildLayers(in, states.at(*h->rank));
       }
-      c.layers.push_back({"error", h->detail});
-      c.summary = rankPrefix(h->rank) + "hung collective: " + h->detail + where;
+      std::string detail = h->detail;
+      if (!collective_gap.empty()) {
+        // Only the traced ranks were compared: "every rank" is every traced one.
+        const std::string every = "that every rank entered";
+        if (const size_t p = detail.find(every); p != std::string::npos) {
+          detail.replace(p, every.size(), "that every traced rank entered");
+        }
+        detail += "; " + collective_gap;
+      }
+      c.layers.push_back({"error", detail});
+      c.summary = rankPrefix(h->rank) + "hung collective: " + detail + where;
       root_rank = h->rank;
       waiting_ranks = h->waiting;
       rc = c;
     }
   }
-  if (!rc && (any_failure || trigger_hang)) {
-    // Shutdown hang: every rank finished the same last step, one never exited.
+  // Shutdown hang: every rank finished the same last step, one never exited.
+  // Not where the shim could not trace a rank's collectives: after its last
+  // step it may be waiting in one nobody saw (the timeout below says so).
+  if (!rc && (any_failure || trigger_hang) && gaps.collectives.empty()) {
     int64_t top = -1;
     for (const auto& [r, ri] : in.ranks) top = std::max(top, maxStepEnd(ri));
     std::vector<int> stuck;
@@ -505,6 +551,15 @@ Diagnosis analyzeRun(const RunInput& in) {
                                            std::to_string(f->line) + (f->function.empty() ? "" : " in " + f->function)});
       }
     }
+    // Why no collective or step explains it, where the shim could not look:
+    // "not in a collective" is unknown for such a rank.
+    // (The supervisor's own words may have said it already.)
+    const std::string step_gap = gapText(gaps.steps, "step tracking");
+    const bool said = in.supervisor->trigger.detail.find("collective tracing unavailable") != std::string::npos;
+    for (const std::string* gap : {&collective_gap, &step_gap}) {
+      if (gap->empty() || (gap == &collective_gap && said)) continue;
+      c.summary += "; " + *gap;
+    }
     c.layers.push_back({"error", c.summary});
     rc = c;
   }
@@ -519,6 +574,7 @@ Diagnosis analyzeRun(const RunInput& in) {
       seen += "rank " + std::to_string(r) + " " + rankEvidenceText(st);
     }
     c.summary = "no primary failure found; only collateral: " + seen;
+    if (!collective_gap.empty()) c.summary += "; " + collective_gap;
     c.layers.push_back({"error", seen});
     rc = c;
   }
@@ -583,6 +639,10 @@ Diagnosis analyzeRun(const RunInput& in) {
           v.role != RankRole::kRootCause) {
         v.diagnosis += "; was waiting in " + rc->collective->op + " #" + std::to_string(rc->collective->seq);
       }
+    }
+    // Where it was in a hang is not known for a rank the shim could not trace.
+    if (rc && (rc->kind == Kind::kHungCollective || rc->kind == Kind::kTimeout) && gaps.collectives.count(r)) {
+      v.diagnosis += "; collective tracing unavailable (" + gaps.collectives.at(r) + ")";
     }
     d.ranks.push_back(std::move(v));
 

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <map>
 
 #include "harness/diagnose/analyze.h"
 #include "harness/diagnose/findings.h"
+#include "harness/diagnose/instruments.h"
 #include "harness/diagnose/run_input.h"
 #include "harness/diagnose/text.h"
 
@@ -50,6 +52,22 @@ Result<void> diagnoseRun(const std::string& run_dir, Report& report) {
     std::sort(report.ranks.begin(), report.ranks.end(),
               [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
     report.findings = findFindings(in);
+    // Findings that could not be looked for: unknown, not absent.
+    report.extra.erase("unchecked_findings");
+    if (auto unchecked = findUnchecked(in, report.findings); !unchecked.empty()) {
+      report.extra["unchecked_findings"] = uncheckedJson(unchecked);
+    }
+    // Which shim patches applied on each rank, beside which instruments the
+    // run had (observe.cc): what "no event" means on that rank.
+    std::map<int, RankInstruments> patched;
+    for (const auto& [r, ri] : in.ranks) {
+      if (auto inst = rankInstruments(ri.events)) patched[r] = std::move(*inst);
+    }
+    nlohmann::json& instruments = report.extra["instruments"];
+    if (!instruments.is_object()) instruments = nlohmann::json::object();
+    instruments.erase("ranks");
+    if (!patched.empty()) instruments["ranks"] = instrumentsJson(patched);
+    if (instruments.empty()) report.extra.erase("instruments");
     // Stack dumps (SIGUSR1 or gdb) travel in the report, so renderers that
     // read report.json alone can show where each rank stood.
     report.extra.erase("stack_dumps");

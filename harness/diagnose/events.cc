@@ -204,7 +204,8 @@ std::string* stringField(Event& e, std::string_view key) {
       {"kind", &Event::kind},     {"type", &Event::type},     {"message", &Event::message},
       {"file", &Event::file},     {"backend", &Event::backend}, {"device", &Event::device},
       {"call", &Event::call},     {"errno", &Event::err},     {"rule", &Event::rule},
-      {"addr", &Event::addr},
+      {"addr", &Event::addr},     {"patch", &Event::patch},   {"error", &Event::error},
+      {"torch", &Event::torch},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);
@@ -288,6 +289,10 @@ bool parseInto(std::string_view line, Event& e) {
         else if (key == "rank") e.rank = static_cast<int>(iv);
         else if (key == "pid") e.pid = static_cast<int>(iv);
         else if (int64_t* f = intField(e, key)) *f = iv;
+      } else if ((p == 't' || p == 'f') && key == "applied") {
+        const bool v = p == 't';
+        if (!c.literal(v ? "true" : "false")) return false;
+        e.applied = v;
       } else {
         if (!c.skipValue()) return false;
       }

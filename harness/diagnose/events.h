@@ -21,6 +21,11 @@ struct Event {
   // its errno name ("errno" in the line), the FAULTLINE_INJECT rule, and for
   // connect the address.
   std::string call, err, rule, addr;
+  // An `instrument` event (the Python shim, docs/BLACKBOX.md): which patch,
+  // whether it applied (unset when the line has no boolean "applied"), the
+  // error when it did not, and the torch version it met.
+  std::string patch, error, torch;
+  std::optional<bool> applied;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

@@ -8,6 +8,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "harness/diagnose/instruments.h"
 #include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
@@ -38,6 +39,13 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const size_t k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
   return v[k == 0 ? 0 : k - 1];
+}
+
+// Why `what` is not fully observed on this rank; nullopt when it is, or when
+// the rank says nothing about its patches.
+std::optional<std::string> gapOf(const RankInput& r, ShimEvidence what) {
+  const auto inst = rankInstruments(r.events);
+  return inst ? missingEvidence(*inst, what) : std::nullopt;
 }
 
 }  // namespace
@@ -264,6 +272,8 @@ std::vector<Finding> findStraggler(const RunInput& in) {
   std::map<int, double> med;
   std::map<int, std::vector<double>> busy_of;
   for (const auto& [r, ri] : in.ranks) {
+    // Time in an untraced collective would count as work.
+    if (gapOf(ri, ShimEvidence::kCollectives) || gapOf(ri, ShimEvidence::kSteps)) continue;
     std::vector<double> busy;
     int64_t begin = -1;
     int64_t coll_begin = -1;
@@ -320,6 +330,8 @@ std::vector<Finding> findStraggler(const RunInput& in) {
 std::vector<Finding> findNoPgDestroy(const RunInput& in) {
   std::vector<int> ranks;
   for (const auto& [r, ri] : in.ranks) {
+    // A pg_destroy the shim could not see is no evidence of a missing one.
+    if (gapOf(ri, ShimEvidence::kProcessGroup)) continue;
     bool init = false, destroy = false, exit0 = false;
     for (const Event& e : ri.events.events) {
       if (e.ev == "pg_init") init = true;
@@ -347,6 +359,44 @@ std::vector<Finding> findFindings(const RunInput& in) {
                   findNoPgDestroy}) {
     auto v = fn(in);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+  }
+  return out;
+}
+
+std::vector<UncheckedFinding> findUnchecked(const RunInput& in, const std::vector<Finding>& found) {
+  struct Need {
+    Kind kind;
+    std::vector<ShimEvidence> evidence;
+  };
+  const Need needs[] = {
+      {Kind::kSeedMismatch, {ShimEvidence::kFingerprint}},
+      {Kind::kUnshardedData, {ShimEvidence::kSamples}},
+      {Kind::kStraggler, {ShimEvidence::kSteps, ShimEvidence::kCollectives}},
+      {Kind::kNoPgDestroy, {ShimEvidence::kProcessGroup}},
+  };
+  std::vector<UncheckedFinding> out;
+  for (const Need& n : needs) {
+    if (std::any_of(found.begin(), found.end(), [&](const Finding& f) { return f.kind == n.kind; })) continue;
+    UncheckedFinding u;
+    u.kind = n.kind;
+    for (const auto& [r, ri] : in.ranks) {
+      for (ShimEvidence what : n.evidence) {
+        if (auto gap = gapOf(ri, what)) {
+          u.ranks.push_back(r);
+          u.reason += (u.reason.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + ": " + *gap;
+          break;
+        }
+      }
+    }
+    if (!u.ranks.empty()) out.push_back(std::move(u));
+  }
+  return out;
+}
+
+nlohmann::json uncheckedJson(const std::vector<UncheckedFinding>& unchecked) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const UncheckedFinding& u : unchecked) {
+    out.push_back({{"kind", kindName(u.kind)}, {"ranks", u.ranks}, {"reason", u.reason}});
   }
   return out;
 }

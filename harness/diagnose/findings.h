@@ -3,7 +3,10 @@
 // straggler, no_pg_destroy). A clean run has none.
 #pragma once
 
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/diagnose/run_input.h"
 #include "harness/model/report.h"
@@ -20,5 +23,21 @@ std::vector<Finding> findNoPgDestroy(const RunInput& in);
 
 // Every finding above, in that order.
 std::vector<Finding> findFindings(const RunInput& in);
+
+// A finding that could not be looked for on some ranks: the shim patch its
+// evidence comes from did not apply there (`instrument` events). Unknown,
+// which is not the same as absent.
+struct UncheckedFinding {
+  Kind kind = Kind::kUnknown;
+  std::vector<int> ranks;  // where its evidence is missing
+  std::string reason;      // "rank 1: patch ddp.fingerprint failed: AttributeError: ..."
+};
+
+// For each kind in `found`'s family that was not found (seed_mismatch:
+// fingerprint; unsharded_data: samples; straggler: steps and collectives;
+// no_pg_destroy: the process group), the ranks that could not be checked.
+std::vector<UncheckedFinding> findUnchecked(const RunInput& in, const std::vector<Finding>& found);
+// report.json's unchecked_findings: [{"kind", "ranks", "reason"}].
+nlohmann::json uncheckedJson(const std::vector<UncheckedFinding>& unchecked);
 
 }  // namespace faultline::diagnose

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/model/shim_patch.h"
+
 namespace faultline::supervise {
 
 size_t EventsFollower::readNew(const std::function<void(std::string_view)>& on_line) {
@@ -51,12 +53,18 @@ namespace {
 // validates the whole line, so what counts as malformed is unchanged.
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
-  std::optional<std::string> ev, op;
+  std::optional<std::string> ev, op, patch, error;
   std::optional<int64_t> rank, seq, t;
+  std::optional<bool> applied;
   bool top_level_object = false;
 
   bool null() override { return value(); }
-  bool boolean(bool) override { return value(); }
+  bool boolean(bool v) override {
+    if (depth_ != 1) return true;
+    forget();
+    if (key_ == "applied") applied = v;
+    return true;
+  }
   bool number_integer(number_integer_t v) override { return integer(v); }
   bool number_unsigned(number_unsigned_t v) override {
     return v <= static_cast<number_unsigned_t>(INT64_MAX) ? integer(static_cast<int64_t>(v)) : value();
@@ -67,6 +75,8 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     forget();
     if (key_ == "ev") ev = v;
     if (key_ == "op") op = v;
+    if (key_ == "patch") patch = v;
+    if (key_ == "error") error = v;
     return true;
   }
   bool binary(binary_t&) override { return value(); }
@@ -108,6 +118,9 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "rank") rank.reset();
     if (key_ == "seq") seq.reset();
     if (key_ == "t") t.reset();
+    if (key_ == "patch") patch.reset();
+    if (key_ == "error") error.reset();
+    if (key_ == "applied") applied.reset();
   }
   int depth_ = 0;
   std::string key_;
@@ -125,6 +138,16 @@ void CollectiveTracker::onLine(int file_rank, std::string_view line) {
   }
   const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
   seen_.insert(rank);
+  if (*f.ev == "instrument" && f.patch && f.applied && patchFeeds(*f.patch, ShimEvidence::kCollectives)) {
+    // A rank whose collectives the shim could not wrap may be in one unseen.
+    if (*f.applied) {
+      untraced_[rank].erase(*f.patch);
+    } else {
+      untraced_[rank][*f.patch] = f.error.value_or("no reason given");
+    }
+    if (untraced_[rank].empty()) untraced_.erase(rank);
+    return;
+  }
   const bool begin = *f.ev == "collective_begin";
   if (!begin && *f.ev != "collective_end") return;
   OpenCollective c;
@@ -160,7 +183,15 @@ std::string CollectiveTracker::describe() const {
   }
   std::vector<int> outside;
   for (int r : seen_) {
-    if (!open_.count(r)) outside.push_back(r);
+    if (open_.count(r)) continue;
+    auto gap = untraced_.find(r);
+    if (gap == untraced_.end()) {
+      outside.push_back(r);
+      continue;
+    }
+    const auto& [patch, error] = *gap->second.begin();
+    out += out.empty() ? "" : "; ";
+    out += "rank " + std::to_string(r) + " collective tracing unavailable (patch " + patch + " failed: " + error + ")";
   }
   if (!outside.empty()) {
     out += out.empty() ? "" : "; ";

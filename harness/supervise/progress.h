@@ -43,16 +43,24 @@ class CollectiveTracker {
   void onLine(int file_rank, std::string_view line);
   bool instrumented() const { return !seen_.empty(); }
   bool anyInCollective() const;
+  // Some rank's collectives are not all traced (a shim patch failed there):
+  // "nobody is in a collective" cannot be known.
+  bool anyUntraced() const { return !untraced_.empty(); }
   std::optional<OpenCollective> openCollective(int rank) const;
   std::set<int> ranksSeen() const { return seen_; }
   size_t malformedLines() const { return malformed_; }
-  // "ranks 0,2 in allreduce seq 7; rank 1 last in allreduce seq 6 (ended)".
+  // "ranks 0,2 in allreduce seq 7; rank 1 not in a collective"; a rank whose
+  // collective patches did not apply: "rank 3 collective tracing unavailable
+  // (patch dist.all_reduce failed: TypeError: ...)".
   std::string describe() const;
 
  private:
   std::set<int> seen_;
   std::map<int, OpenCollective> open_;        // rank -> collective it is inside
   std::map<int, OpenCollective> last_ended_;  // rank -> last collective it left
+  // rank -> collective patches that did not apply there (`instrument` events):
+  // patch name -> error. Such a rank is not said to be outside a collective.
+  std::map<int, std::map<std::string, std::string>> untraced_;
   size_t malformed_ = 0;
 };
 

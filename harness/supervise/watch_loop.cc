@@ -428,7 +428,9 @@ void WatchLoop::onHangTimer() {
   const bool shutdown_hang = !finished.empty() && !stuck.empty();
   // External mode before any rank exists (torchrun still importing torch):
   // the launcher's own silence is no hang of ranks; the deadline bounds it.
-  if (ranks_.empty() || (instrumented && !tracker_.anyInCollective() && !shutdown_hang)) {
+  // With a rank whose collectives the shim could not trace, nobody being in
+  // a traced one does not mean the ranks are computing: silence is a hang.
+  if (ranks_.empty() || (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang)) {
     armHangTimer(now + limit);
     return;
   }

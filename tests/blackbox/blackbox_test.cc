@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -404,11 +405,23 @@ TEST_F(Blackbox, ShimDoesNotImportTorchIntoAProgramThatDoesNot) {
                                   dir / "log");
   EXPECT_EQ(status, 0) << readFile(dir / "log");
   EXPECT_EQ(readFile(dir / "run/ranks/0/stdout"), "[]\n");
-  // The rank started; nothing else of the shim's happened (the interposer may add its own).
+  // The rank started and its two start-up hooks say they applied; nothing
+  // else of the shim's happened: no torch patch was tried (the interposer may
+  // add its own events).
   const auto events = eventsOf(dir / "run", 0);
   ASSERT_FALSE(events.empty());
   EXPECT_EQ(events[0]["ev"], "start");
-  for (size_t i = 1; i < events.size(); ++i) EXPECT_EQ(events[i]["ev"], "file_open") << events[i].dump();
+  std::set<std::string> patches;
+  for (size_t i = 1; i < events.size(); ++i) {
+    if (events[i]["ev"] == "instrument") {
+      patches.insert(events[i].value("patch", ""));
+      EXPECT_EQ(events[i]["applied"], true) << events[i].dump();
+      EXPECT_FALSE(events[i].contains("torch")) << events[i].dump();
+      continue;
+    }
+    EXPECT_EQ(events[i]["ev"], "file_open") << events[i].dump();
+  }
+  EXPECT_EQ(patches, (std::set<std::string>{"errors.excepthook", "stacks.sigusr1"}));
 }
 
 TEST_F(Blackbox, InstrumentsCanBeTurnedOff) {

@@ -329,5 +329,110 @@ TEST(Analyze, ExitBeforeAnyProcessGroupIsARendezvousFailure) {
   EXPECT_EQ(d.root_cause->exit_code, 1);
 }
 
+// Rank 1's collectives were not traced (its all_reduce patch failed): the
+// hang analysis must not read its missing collective_begin as "never
+// entered", nor call rank 0's collective one that every rank entered.
+TEST(Analyze, HangWithUntracedCollectivesSaysSoInsteadOfGuessing) {
+  const std::string err = "TypeError: unexpected object 'broken' in __signature__ attribute";
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  in.supervisor = rec;
+  RankInput& r0 = addRank(in, 0, std::nullopt, std::string("SIGTERM"));
+  r0.killed_by_teardown = true;
+  r0.events = History(0).instrument("dist.all_reduce", true).collective("allreduce", 0, 4)
+                  .collective("allreduce", 1, 4, false).log();
+  RankInput& r1 = addRank(in, 1, std::nullopt, std::string("SIGTERM"));
+  r1.killed_by_teardown = true;
+  r1.events = History(1).instrument("dist.all_reduce", false, err).log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kHungCollective);
+  EXPECT_FALSE(d.root_cause->rank);  // nobody can be blamed
+  EXPECT_TRUE(d.root_cause->missing_ranks.empty());
+  EXPECT_EQ(d.root_cause->summary,
+            "hung collective: rank 0 blocked in allreduce #1 that every traced rank entered; collective tracing "
+            "unavailable on rank 1 (patch dist.all_reduce failed: " + err + ")");
+  EXPECT_EQ(verdict(d, 1).diagnosis,
+            "killed by SIGTERM in teardown; collective tracing unavailable (patch dist.all_reduce failed: " + err +
+                ")");
+}
+
+TEST(Analyze, HangWithNoTracedRankInACollectiveNamesTheUntracedRank) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.detail = "no progress for 5 s: rank 0 not in a collective";
+  in.supervisor = rec;
+  RankInput& r0 = addRank(in, 0, std::nullopt, std::string("SIGTERM"));
+  r0.killed_by_teardown = true;
+  r0.events = History(0).instrument("dist.all_reduce", true).collective("allreduce", 0, 4).log();
+  RankInput& r1 = addRank(in, 1, std::nullopt, std::string("SIGTERM"));
+  r1.killed_by_teardown = true;
+  // Its entry would have been the open one: without it, it reads as outside.
+  r1.events = History(1).instrument("ddp.grad_allreduce", false, "AttributeError: backward").log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
+  EXPECT_EQ(d.root_cause->summary,
+            "no progress: no progress for 5 s: rank 0 not in a collective; collective tracing unavailable on rank 1 "
+            "(patch ddp.grad_allreduce failed: AttributeError: backward)");
+}
+
+TEST(Analyze, MismatchIsNotReadFromARankWhoseCollectivesAreNotAllTraced) {
+  // Rank 1's broadcasts are not traced, so its allreduce is its seq 0 while
+  // rank 0's seq 0 is a broadcast: no mismatch can be claimed from that.
+  RunInput in;
+  RankInput& r0 = addRank(in, 0, 1);
+  r0.errors.push_back(peerClosed());
+  r0.events = History(0).collective("broadcast", 0, 4).collective("allreduce", 1, 4).log();
+  RankInput& r1 = addRank(in, 1, 1);
+  r1.errors.push_back(peerClosed());
+  r1.events = History(1).instrument("dist.broadcast", false, "TypeError: x").collective("allreduce", 0, 4).log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_NE(d.root_cause->kind, Kind::kCollectiveMismatch);
+}
+
+TEST(Analyze, NoRendezvousFailureInferredWhenInitProcessGroupWasNotWrapped) {
+  RunInput in;
+  in.world_size = 2;
+  RankInput& r0 = addRank(in, 0, std::nullopt, std::string("SIGTERM"));
+  r0.killed_by_teardown = true;
+  r0.events = History(0).ev("start").instrument("dist.init_process_group", false, "TypeError: x").log();
+  RankInput& r1 = addRank(in, 1, 1);
+  r1.events = History(1).ev("start").log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kExitCode);
+}
+
+// Both ranks finished step 1, then rank 0 waits in an all-reduce the shim
+// could not wrap: that is no shutdown hang, and nobody can say where it is.
+TEST(Analyze, NoShutdownHangWhereCollectivesAreNotTraced) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.detail = "no progress for 5 s";
+  in.supervisor = rec;
+  for (int r : {0, 1}) {
+    RankInput& ri = addRank(in, r, std::nullopt, std::string("SIGTERM"));
+    ri.killed_by_teardown = true;
+    ri.events = History(r).instrument("dist.all_reduce", false, "TypeError: x").step(0).step(1).log();
+  }
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
+  EXPECT_EQ(d.root_cause->summary,
+            "no progress: no progress for 5 s; collective tracing unavailable on rank 0 (patch dist.all_reduce "
+            "failed: TypeError: x); collective tracing unavailable on rank 1 (patch dist.all_reduce failed: "
+            "TypeError: x)");
+  // Without the patch failure it reads as a shutdown hang, as before.
+  for (int r : {0, 1}) in.ranks[r].events = History(r).step(0).step(1).log();
+  d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kShutdownHang);
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

@@ -78,6 +78,17 @@ class History {
     e.mode = mode;
     return push(std::move(e));
   }
+  // The Python shim's outcome for one patch (docs/BLACKBOX.md).
+  History& instrument(const std::string& patch, bool applied, const std::string& error = "",
+                      const std::string& torch = "2.13.0") {
+    Event e;
+    e.ev = "instrument";
+    e.patch = patch;
+    e.applied = applied;
+    e.error = error;
+    e.torch = torch;
+    return push(std::move(e));
+  }
   History& exit(int code) {
     Event e;
     e.ev = "exit";

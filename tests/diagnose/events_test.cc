@@ -22,6 +22,25 @@ TEST(Events, ParsesContractFields) {
   EXPECT_EQ(e->dtype, "float32");
 }
 
+TEST(Events, InstrumentOutcome) {
+  auto ok = parseEventLine(
+      R"({"t":1,"rank":0,"pid":2,"ev":"instrument","patch":"dist.all_reduce","applied":true,"torch":"2.13.0"})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->patch, "dist.all_reduce");
+  EXPECT_EQ(ok->applied, true);
+  EXPECT_EQ(ok->torch, "2.13.0");
+  EXPECT_TRUE(ok->error.empty());
+  auto bad = parseEventLine(
+      R"({"t":1,"rank":0,"pid":2,"ev":"instrument","patch":"optim.step","applied":false,"error":"AttributeError: \"x\""})");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->applied, false);
+  EXPECT_EQ(bad->error, "AttributeError: \"x\"");
+  EXPECT_FALSE(parseEventLine(R"({"t":1,"ev":"instrument","applied":tru})"));
+  auto other = parseEventLine(R"({"t":1,"ev":"start","done":true})");
+  ASSERT_TRUE(other);
+  EXPECT_FALSE(other->applied);  // only "applied" is read
+}
+
 TEST(Events, MetricSamplesAndErrorStack) {
   auto m = parseEventLine(R"({"t":1,"rank":0,"pid":2,"ev":"metric","name":"loss","value":-1.5e-3,"scope":"global","step":4})");
   ASSERT_TRUE(m);

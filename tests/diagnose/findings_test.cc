@@ -189,5 +189,62 @@ TEST(Findings, NoPgDestroyOnlyForCleanExits) {
   EXPECT_EQ(f[0].ranks, (std::vector<int>{0}));
 }
 
+// A patch that did not apply leaves its finding unknown, not absent.
+TEST(Findings, SeedMismatchIsUncheckedWhereTheFingerprintPatchFailed) {
+  const std::string err = "AttributeError: type object 'DistributedDataParallel' has no attribute '__init__'";
+  RunInput in = runOf({History(0).instrument("ddp.fingerprint", true).fingerprint(0, "aaaa").log(),
+                       History(1).instrument("ddp.fingerprint", false, err).log(),
+                       History(2).instrument("ddp.fingerprint", true).fingerprint(0, "aaaa").log()});
+  const auto found = findFindings(in);
+  EXPECT_TRUE(found.empty());
+  const auto unchecked = findUnchecked(in, found);
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_EQ(unchecked[0].kind, Kind::kSeedMismatch);
+  EXPECT_EQ(unchecked[0].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(unchecked[0].reason, "rank 1: patch ddp.fingerprint failed: " + err);
+  EXPECT_EQ(uncheckedJson(unchecked),
+            nlohmann::json::parse(R"([{"kind": "seed_mismatch", "ranks": [1], "reason": "rank 1: patch ddp.fingerprint failed: )" +
+                                  err + R"("}])"));
+}
+
+TEST(Findings, AFindingThatWasFoundIsNotAlsoUnchecked) {
+  RunInput in = runOf({History(0).fingerprint(0, "aaaa").log(), History(1).fingerprint(0, "cccc").log(),
+                       History(2).instrument("ddp.fingerprint", false, "TypeError: x").log()});
+  const auto found = findFindings(in);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(findUnchecked(in, found).empty());
+}
+
+TEST(Findings, EveryPatchAppliedOrNoneReportedLeavesNothingUnchecked) {
+  RunInput in = runOf({cleanRank(0).log(), cleanRank(1).log()});
+  EXPECT_TRUE(findUnchecked(in, findFindings(in)).empty());
+  in.ranks[0].events = History(0).instrument("ddp.fingerprint", true).instrument("dist.all_reduce", true).log();
+  EXPECT_TRUE(findUnchecked(in, findFindings(in)).empty());
+}
+
+TEST(Findings, AnUnseenPgDestroyIsNoFinding) {
+  RunInput in = runOf({History(0).instrument("dist.destroy_process_group", false, "TypeError: x").ev("pg_init").exit(0).log(),
+                       History(1).ev("pg_init").ev("pg_destroy").exit(0).log()});
+  const auto found = findFindings(in);
+  EXPECT_TRUE(findNoPgDestroy(in).empty());
+  const auto unchecked = findUnchecked(in, found);
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_EQ(unchecked[0].kind, Kind::kNoPgDestroy);
+  EXPECT_EQ(unchecked[0].ranks, (std::vector<int>{0}));
+}
+
+TEST(Findings, ARankWithUntracedCollectivesIsNoStraggler) {
+  // Rank 1's all-reduce waits are not traced: they would count as its work.
+  History r1 = History(1);
+  r1.instrument("dist.all_reduce", false, "TypeError: x");
+  RunInput in = runOf({cleanRank(0, 5).log(), cleanRank(1, 80).log(), cleanRank(2, 5).log()});
+  in.ranks[1].events.events.insert(in.ranks[1].events.events.begin(), r1.log().events.front());
+  EXPECT_TRUE(findStraggler(in).empty());
+  const auto unchecked = findUnchecked(in, findFindings(in));
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_EQ(unchecked[0].kind, Kind::kStraggler);
+  EXPECT_EQ(unchecked[0].reason, "rank 1: patch dist.all_reduce failed: TypeError: x");
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

@@ -75,6 +75,24 @@ TEST(Judge, MissingValueFailsAndWrongTypeIsUnresolved) {
   EXPECT_EQ(verdictOf({judgeOne(ex("root_cause.rank", MatchOp::kEquals, 1), kReport)}), Verdict::kPass);
 }
 
+// A finding the diagnosis could not look for is unknown: "no findings" and
+// "has no seed_mismatch" cannot pass, a finding that was found still can.
+TEST(Judge, FindingsThatWereNotCheckedAreUnresolved) {
+  using scenario::MatchOp;
+  const json report = json::parse(R"({"findings": [{"kind": "straggler", "ranks": [2]}],
+    "unchecked_findings": [{"kind": "seed_mismatch", "ranks": [1],
+                            "reason": "rank 1: patch ddp.fingerprint failed: TypeError: x"}]})");
+  auto none = judgeOne(ex("findings", MatchOp::kEquals, json::array()), json::parse(R"({"findings": [],
+    "unchecked_findings": [{"kind": "seed_mismatch", "ranks": [1], "reason": "r"}]})"));
+  EXPECT_EQ(none.status, "unresolved");
+  EXPECT_EQ(none.reason, "seed_mismatch not checked (r)");
+  auto seed = judgeOne(ex("findings.kind", MatchOp::kContains, "seed_mismatch"), report);
+  EXPECT_EQ(seed.status, "unresolved");
+  EXPECT_EQ(seed.reason, "seed_mismatch not checked (rank 1: patch ddp.fingerprint failed: TypeError: x)");
+  EXPECT_EQ(judgeOne(ex("findings.kind", MatchOp::kContains, "straggler"), report).status, "pass");
+  EXPECT_EQ(judgeOne(ex("root_cause", MatchOp::kNull, true), report).status, "pass");
+}
+
 TEST(Judge, NothingJudgedIsNotAPass) {
   // The parser insists on expectations; if none reach the judge, nothing was checked.
   EXPECT_EQ(verdictOf({}), Verdict::kUnresolved);

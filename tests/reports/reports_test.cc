@@ -135,6 +135,24 @@ TEST(Markdown, RootCauseFirstAndHostileTextContained) {
   EXPECT_NE(md.find("<details>"), std::string::npos);
 }
 
+TEST(Markdown, WhatTheShimCouldNotObserveIsListed) {
+  Report r = hostileReport();
+  r.extra["instruments"] = nlohmann::json::parse(R"({"python_shim": "/s", "preload": null, "ranks": {
+    "0": {"torch": "2.13.0", "patches": {"dist.all_reduce": true}, "failed": {}},
+    "1": {"torch": "2.13.0", "patches": {"dist.all_reduce": false}, "failed": {"dist.all_reduce": "TypeError: <x>"}}}})");
+  r.extra["unchecked_findings"] = nlohmann::json::parse(
+      R"([{"kind": "straggler", "ranks": [1], "reason": "rank 1: patch dist.all_reduce failed: TypeError: <x>"}, 7])");
+  const std::string md = markdownForRun(r);
+  EXPECT_NE(md.find("### Not observed"), std::string::npos) << md;
+  EXPECT_NE(md.find("| finding straggler | not checked | rank 1: patch dist.all_reduce failed: TypeError: &lt;x&gt; |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| rank 1 | patch dist.all_reduce failed | TypeError: &lt;x&gt; |"), std::string::npos) << md;
+  EXPECT_EQ(markdownForRun(hostileReport()).find("### Not observed"), std::string::npos);
+  r.extra["instruments"]["ranks"] = "not an object";
+  EXPECT_NO_THROW(markdownForRun(r));
+}
+
 TEST(Suite, JsonCountsAndHeadlines) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}};

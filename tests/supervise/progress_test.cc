@@ -25,6 +25,24 @@ TEST(CollectiveTracker, BeginWithoutEndIsInsideACollective) {
   EXPECT_EQ(t.describe(), "rank 0 in allreduce seq 3; rank 1 not in a collective");
 }
 
+// A rank whose collective patch did not apply may be inside a collective the
+// shim could not see: it is not said to be outside one.
+TEST(CollectiveTracker, ARankWithoutCollectiveTracingIsNotSaidToBeOutsideOne) {
+  CollectiveTracker t;
+  t.onLine(0, R"({"t":1,"rank":0,"pid":9,"ev":"instrument","patch":"dist.all_reduce","applied":true})");
+  t.onLine(0, R"({"t":2,"rank":0,"pid":9,"ev":"collective_begin","op":"allreduce","seq":3})");
+  t.onLine(1, R"({"t":1,"rank":1,"pid":8,"ev":"instrument","patch":"optim.step","applied":false,"error":"E"})");
+  t.onLine(1, R"({"t":1,"rank":1,"pid":8,"ev":"instrument","patch":"dist.all_reduce","applied":false,"error":"TypeError: x"})");
+  t.onLine(2, R"({"t":1,"rank":2,"pid":7,"ev":"start"})");
+  EXPECT_EQ(t.describe(),
+            "rank 0 in allreduce seq 3; rank 1 collective tracing unavailable (patch dist.all_reduce failed: "
+            "TypeError: x); rank 2 not in a collective");
+  EXPECT_EQ(t.malformedLines(), 0u);
+  EXPECT_TRUE(t.anyUntraced());
+  t.onLine(1, R"({"t":5,"rank":1,"pid":8,"ev":"instrument","patch":"dist.all_reduce","applied":true})");
+  EXPECT_FALSE(t.anyUntraced());  // the later outcome stands
+}
+
 TEST(CollectiveTracker, MalformedLinesAreCountedNotFatal) {
   CollectiveTracker t;
   t.onLine(0, "not json");

@@ -270,6 +270,24 @@ TEST(Supervise, InstrumentedRanksOutsideCollectivesAreNoHang) {
   EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
 }
 
+TEST(Supervise, SilenceIsAHangWhenARanksCollectivesAreNotTraced) {
+  // Rank 1 may be waiting in an all-reduce the shim could not wrap: nobody
+  // being in a traced collective no longer means the ranks are computing.
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=coll-skip:30", "1=coll-untraced:30"});
+  o.hang_timeout_s = 0.5;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kHang) << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("rank 0 not in a collective"), std::string::npos) << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("rank 1 collective tracing unavailable (patch dist.all_reduce failed: TypeError: x)"),
+            std::string::npos)
+      << rec.trigger.detail;
+}
+
 TEST(Supervise, SigusrOneOnlyToRanksThatCatchIt) {
   LeakGuard guard;
   TempDir dir;

@@ -10,15 +10,17 @@ start, pg_init / pg_destroy, collective_begin / collective_end, step_begin /
 step_end, samples, fingerprint, error (docs/BLACKBOX.md says what each means
 and where it comes from), dumps every thread's stack into ranks/R/stacks.txt
 on SIGUSR1, and writes the torchelastic error file of an uncaught exception.
+Each patch says whether it applied (`instrument` events, _instrument.py), so
+that the harness can tell "did not happen" from "was not observed".
 
 Everything torch-related is patched when torch imports it, never by
 importing torch here. Nothing in the shim may change what the trainer does:
 every patch passes arguments, results and exceptions through, and every
-failure inside the shim is swallowed.
+failure inside the shim is swallowed (and reported as an instrument event).
 """
 import os
 
-from . import _imports, _state
+from . import _imports, _instrument, _state
 
 _stacks_file = None  # kept open: faulthandler writes to its descriptor
 
@@ -66,13 +68,14 @@ def _register_stack_dump(rank_dir):
 def _patch_torch():
     from . import _data, _ddp, _dist, _steps
 
-    _imports.when_imported("torch.distributed.distributed_c10d", _dist.patch_c10d)
-    _imports.when_imported("torch.distributed", _dist.patch_dist)
-    _imports.when_imported("torch.autograd", _ddp.patch_autograd)
-    _imports.when_imported("torch.nn.parallel.distributed", _ddp.patch)
-    _imports.when_imported("torch.optim.optimizer", _steps.patch)
-    _imports.when_imported("torch.utils.data.distributed", _data.patch_distributed_sampler)
-    _imports.when_imported("torch.utils.data.dataloader", _data.patch_dataloader)
+    # The labels name a patch that failed as a whole (its parts name themselves).
+    _imports.when_imported("torch.distributed.distributed_c10d", _dist.patch_c10d, "dist")
+    _imports.when_imported("torch.distributed", _dist.patch_dist, "dist")
+    _imports.when_imported("torch.autograd", _ddp.patch_autograd, "ddp.grad_allreduce")
+    _imports.when_imported("torch.nn.parallel.distributed", _ddp.patch, "ddp")
+    _imports.when_imported("torch.optim.optimizer", _steps.patch, "optim.step")
+    _imports.when_imported("torch.utils.data.distributed", _data.patch_distributed_sampler, "data.distributed_sampler")
+    _imports.when_imported("torch.utils.data.dataloader", _data.patch_dataloader, "data.dataloader")
 
 
 def activate(rank, spawned=False):
@@ -91,11 +94,10 @@ def activate(rank, spawned=False):
     if world is not None and not spawned:
         fields["world_size"] = world
     rec.emit("start", **fields)
-    try:
-        _register_stack_dump(rec.rank_dir)
-    except Exception:  # noqa: BLE001
-        pass
-    _errors.install()
+    # What was patched before this process was a rank (spawn children).
+    _instrument.flush()
+    _instrument.attempt("stacks.sigusr1", _register_stack_dump, rec.rank_dir)
+    _instrument.attempt("errors.excepthook", _errors.install)
     _patch_torch()
 
 
@@ -110,7 +112,7 @@ def boot():
     from . import _spawn
 
     # Any Python process of the run may start torch.multiprocessing.spawn children.
-    _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned))
+    _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned), "spawn.wrap")
     rank = _parse_rank(os.environ.get("RANK"))
     if rank is None or _parent_is_same_rank(rank):
         return

@@ -22,7 +22,7 @@ indices are included when there are at most 4096.
 import atexit
 import functools
 
-from . import _state
+from . import _instrument, _state
 
 _M64 = (1 << 64) - 1
 _source = None      # the followed sampler or DataLoader
@@ -193,8 +193,7 @@ def _follow_loader_pass(it, loader):
 _distributed_sampler = None
 
 
-def patch_distributed_sampler(module):
-    """torch.utils.data.distributed."""
+def _patch_sampler(module):
     global _distributed_sampler
     cls = module.DistributedSampler
     _distributed_sampler = cls
@@ -210,23 +209,27 @@ def patch_distributed_sampler(module):
         global _epoch
         try:
             indices = list(it)
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001  the sampler's own error: raised again, as it would have been
             return orig(self)
         try:
             _epoch = int(self.epoch)
             samples = _Samples()
             samples.add(indices)
             samples.report(_epoch, type(self).__name__)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("data.distributed_sampler", e)
         return iter(indices)
 
     __iter__.__faultline_wrapped__ = orig
     cls.__iter__ = __iter__
 
 
-def patch_dataloader(module):
-    """torch.utils.data.dataloader: every place that (re)starts a pass over the sampler."""
+def patch_distributed_sampler(module):
+    """torch.utils.data.distributed."""
+    _instrument.attempt("data.distributed_sampler", _patch_sampler, module)
+
+
+def _patch_loader_iter(module):
     base = module._BaseDataLoaderIter
     if getattr(base, "__faultline_patched__", False):
         return
@@ -239,8 +242,8 @@ def patch_dataloader(module):
         if _state.recorder is not None:
             try:
                 _follow_loader_pass(self, loader)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("data.dataloader", e)
 
     @functools.wraps(orig_reset)
     def _reset(self, loader, *args, **kwargs):
@@ -248,10 +251,16 @@ def patch_dataloader(module):
         if _state.recorder is not None:
             try:
                 _follow_loader_pass(self, loader)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("data.dataloader", e)
 
     base.__init__ = __init__
     base._reset = _reset
     base.__faultline_patched__ = True
     atexit.register(_flush_pending)
+
+
+def patch_dataloader(module):
+    """torch.utils.data.dataloader: every place that (re)starts a pass over the
+    sampler (_BaseDataLoaderIter.__init__ and _reset, 1.13 and 2.x alike)."""
+    _instrument.attempt("data.dataloader", _patch_loader_iter, module)

@@ -25,7 +25,7 @@ import hashlib
 import threading
 import weakref
 
-from . import _dist, _state, _steps
+from . import _dist, _instrument, _state, _steps
 
 _pending = threading.local()  # .sync: (op fields) of the gradient sync the next backward does
 _grads = weakref.WeakKeyDictionary()  # DDP module -> (numel, dtype) of its gradients
@@ -75,7 +75,8 @@ def _wrap_backward(orig):
             key, numel, dtype, extra = sync
             seq, extra = _dist.numbered(key, extra)
             rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra)
-        except Exception:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("ddp.grad_allreduce", e)
             return orig(*args, **kwargs)
         result = orig(*args, **kwargs)  # raises: no collective_end (it never completed)
         rec.collective("collective_end", "allreduce", seq, numel, dtype, extra)
@@ -85,47 +86,65 @@ def _wrap_backward(orig):
     return backward
 
 
-def patch_autograd(module):
-    """torch.autograd: Tensor.backward() calls torch.autograd.backward by name."""
-    orig = getattr(module, "backward", None)
-    if orig is not None and not hasattr(orig, "__faultline_wrapped__"):
+def _patch_backward(module):
+    orig = module.backward
+    if not hasattr(orig, "__faultline_wrapped__"):
         module.backward = _wrap_backward(orig)
 
 
-def patch(module):
-    """torch.nn.parallel.distributed, right after it ran."""
-    DDP = module.DistributedDataParallel
-    if getattr(DDP, "__faultline_patched__", False):
-        return
+def patch_autograd(module):
+    """torch.autograd: Tensor.backward() calls torch.autograd.backward by name
+    (1.13 and 2.x alike). With ddp.forward, DDP's gradient all-reduce."""
+    _instrument.attempt("ddp.grad_allreduce", _patch_backward, module)
+
+
+def _patch_init(DDP):
     orig_init = DDP.__init__
-    orig_forward = DDP.forward
+    if hasattr(orig_init, "__faultline_wrapped__"):
+        return
 
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
         rec = _state.recorder
         if rec is not None:
             try:
-                module_arg = args[0] if args else kwargs.get("module")
+                module_arg = args[0] if args else kwargs["module"]
                 rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module_arg))
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("ddp.fingerprint", e)
         orig_init(self, *args, **kwargs)
+
+    __init__.__faultline_wrapped__ = orig_init
+    DDP.__init__ = __init__
+
+
+def _patch_forward(DDP):
+    orig_forward = DDP.forward
+    if hasattr(orig_forward, "__faultline_wrapped__"):
+        return
 
     @functools.wraps(orig_forward)
     def forward(self, *args, **kwargs):
         if _state.recorder is not None:
             try:
                 _steps.on_ddp_forward(self)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("ddp.forward", e)
         out = orig_forward(self, *args, **kwargs)
         if _state.recorder is not None:
             try:
                 _expect_sync(self)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("ddp.forward", e)
         return out
 
-    DDP.__init__ = __init__
+    forward.__faultline_wrapped__ = orig_forward
     DDP.forward = forward
-    DDP.__faultline_patched__ = True
+
+
+def patch(module):
+    """torch.nn.parallel.distributed, right after it ran: the fingerprint in
+    DDP.__init__, the step start and the gradient sync to expect in DDP.forward."""
+    DDP = module.DistributedDataParallel
+    _instrument.attempt("ddp.fingerprint", _patch_init, DDP)
+    _instrument.attempt("ddp.forward", _patch_forward, DDP)

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 
-from . import _state
+from . import _instrument, _state
 
 # name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
 _COLLECTIVES = {
@@ -195,7 +195,9 @@ def end_when_done(rec, work, group, op, seq, numel, dtype, extra):
     return True
 
 
-def _wrap(orig, op, tensor_param, peer_param):
+def _wrap(orig, op, tensor_param, peer_param, name):
+    # torch 2.x decorates these with c10d_logger's _exception_logger /
+    # _time_logger (functools.wraps): the signature is the function's own.
     params = list(inspect.signature(orig).parameters)
     t_idx = params.index(tensor_param) if tensor_param else None
     g_idx = params.index("group")
@@ -224,7 +226,8 @@ def _wrap(orig, op, tensor_param, peer_param):
                 extra += ',"peer":%d' % peer if isinstance(peer, int) else ""
             else:
                 seq, extra = numbered(key, extra)
-        except Exception:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke(name, e)
             return orig(*args, **kwargs)
         group = arg(args, kwargs, g_idx, "group")
         if not is_async:
@@ -242,15 +245,15 @@ def _wrap(orig, op, tensor_param, peer_param):
                 rec.collective("collective_begin", op, seq, numel, dtype, extra)
                 if not end_when_done(rec, result, group, op, seq, numel, dtype, extra):
                     rec.collective("collective_end", op, seq, numel, dtype, extra + ',"unobserved":true')
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke(name, e)
         return result
 
     wrapper.__faultline_wrapped__ = orig
     return wrapper
 
 
-def _wrap_plain(orig, op, tensors_at):
+def _wrap_plain(orig, op, tensors_at, name):
     """The C++ functions DDP calls through torch.distributed's namespace:
     _broadcast_coalesced(group, tensors, ...) and
     _verify_params_across_processes(group, tensors, ...). Synchronous."""
@@ -266,7 +269,8 @@ def _wrap_plain(orig, op, tensors_at):
                 return orig(*args, **kwargs)
             numel, dtype = describe_tensor(args[tensors_at])
             seq, extra = numbered(key, extra)
-        except Exception:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke(name, e)
             return orig(*args, **kwargs)
         rec.collective("collective_begin", op, seq, numel, dtype, extra)
         _local.busy = True
@@ -289,8 +293,8 @@ def _wrap_init(orig):
         if rec is not None:
             try:
                 rec.emit("pg_init", backend=str(_c10d.get_backend()))
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("dist.init_process_group", e)
         return result
 
     init_process_group.__faultline_wrapped__ = orig
@@ -305,7 +309,8 @@ def _wrap_destroy(orig):
         if rec is not None and group is None and _initialized():
             try:
                 backend = str(_c10d.get_backend())
-            except Exception:  # noqa: BLE001
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("dist.destroy_process_group", e)
                 backend = None
         result = orig(group)
         if backend is not None:
@@ -322,10 +327,18 @@ def _wrap_destroy(orig):
 
 
 def _replace(module, name, wrapper_for):
-    orig = getattr(module, name, None)
-    if orig is None or hasattr(orig, "__faultline_wrapped__"):
+    """module.name = wrapper_for(module.name); raises when the target is not
+    there or cannot be wrapped (the caller records it)."""
+    orig = getattr(module, name)  # AttributeError names the module and the function
+    if hasattr(orig, "__faultline_wrapped__"):
         return
-    setattr(module, name, wrapper_for(orig))
+    wrapped = wrapper_for(orig)
+    setattr(module, name, wrapped)
+    if getattr(module, name) is not wrapped:
+        raise RuntimeError("%s.%s did not take the wrapper" % (module.__name__, name))
+
+
+_C10D_PLAIN = ("init_process_group", "destroy_process_group")
 
 
 def patch_c10d(module):
@@ -334,20 +347,31 @@ def patch_c10d(module):
     global _c10d
     _c10d = module
     for name, (op, tensor_param, peer_param) in _COLLECTIVES.items():
-        _replace(module, name, lambda orig, op=op, t=tensor_param, p=peer_param: _wrap(orig, op, t, p))
-    _replace(module, "init_process_group", _wrap_init)
-    _replace(module, "destroy_process_group", _wrap_destroy)
+        _instrument.attempt("dist." + name, _replace, module, name,
+                            lambda orig, op=op, t=tensor_param, p=peer_param, n="dist." + name: _wrap(orig, op, t, p, n))
+    _instrument.attempt("dist.init_process_group", _replace, module, "init_process_group", _wrap_init)
+    _instrument.attempt("dist.destroy_process_group", _replace, module, "destroy_process_group", _wrap_destroy)
     # Anything that took the originals already (imported before us) gets them too.
     dist = sys.modules.get("torch.distributed")
     if dist is not None:
-        for name in list(_COLLECTIVES) + ["init_process_group", "destroy_process_group"]:
-            wrapped = getattr(module, name, None)
-            current = getattr(dist, name, None)
-            if wrapped is not None and getattr(wrapped, "__faultline_wrapped__", None) is current:
-                setattr(dist, name, wrapped)
+        _reexport(module, dist)
+
+
+def _reexport(c10d, dist):
+    """torch.distributed.X is c10d's wrapper wherever it was the original."""
+    for name in list(_COLLECTIVES) + list(_C10D_PLAIN):
+        wrapped = getattr(c10d, name, None)
+        current = getattr(dist, name, None)
+        if wrapped is not None and getattr(wrapped, "__faultline_wrapped__", None) is current:
+            setattr(dist, name, wrapped)
 
 
 def patch_dist(module):
-    """torch.distributed: the C++ collectives DDP's constructor and buffer sync call."""
-    _replace(module, "_broadcast_coalesced", lambda orig: _wrap_plain(orig, "broadcast", 1))
-    _replace(module, "_verify_params_across_processes", lambda orig: _wrap_plain(orig, "verify_params", 1))
+    """torch.distributed: the re-exported collectives, and the C++ ones DDP's
+    constructor and buffer sync call (_broadcast_coalesced, _verify_params_across_processes)."""
+    if _c10d is not None:
+        _reexport(_c10d, module)
+    _instrument.attempt("dist._broadcast_coalesced", _replace, module, "_broadcast_coalesced",
+                        lambda orig: _wrap_plain(orig, "broadcast", 1, "dist._broadcast_coalesced"))
+    _instrument.attempt("dist._verify_params_across_processes", _replace, module, "_verify_params_across_processes",
+                        lambda orig: _wrap_plain(orig, "verify_params", 1, "dist._verify_params_across_processes"))

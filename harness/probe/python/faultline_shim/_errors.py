@@ -11,7 +11,7 @@ import threading
 import time
 import traceback
 
-from . import _state
+from . import _instrument, _state
 
 
 def _frames(tb):
@@ -54,7 +54,7 @@ def record(etype, value, tb, thread=None, error_file=True):
 
 
 def _write_error_file(rec, etype, value, tb):
-    """torchelastic's format (ErrorHandler.record_exception, torch 1.13), unless
+    """torchelastic's format (ErrorHandler.record_exception, the same in torch 1.13 and 2.x), unless
     the trainer's own @record already wrote the file."""
     path = os.environ.get("TORCHELASTIC_ERROR_FILE") or os.path.join(rec.rank_dir, "error.json")
     if os.path.exists(path):
@@ -81,8 +81,8 @@ def install():
     def excepthook(etype, value, tb):
         try:
             record(etype, value, tb)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("errors.excepthook", e)
         previous(etype, value, tb)
 
     sys.excepthook = excepthook
@@ -94,8 +94,8 @@ def install():
             # A thread's exception does not end the process: an event, no error file.
             name = args.thread.name if args.thread is not None else ""
             record(args.exc_type, args.exc_value, args.exc_traceback, thread=name, error_file=False)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("errors.excepthook", e)
         previous_thread(args)
 
     threading.excepthook = thread_excepthook

@@ -10,16 +10,20 @@ finder removes itself once every watched module has been patched.
 """
 import sys
 
-_patches = {}  # module name -> [patch(module)]
+from . import _instrument
+
+_patches = {}  # module name -> [(label, patch(module))]
 _finder = None
 
 
 def _run(patches, module):
-    for patch in patches:
+    for label, patch in patches:
+        # A patch records each of its parts itself (_instrument.attempt); what
+        # escapes it leaves the rest uninstrumented and is recorded under its label.
         try:
             patch(module)
-        except Exception:  # noqa: BLE001  a failed patch leaves that part uninstrumented
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.failed(label, e)
 
 
 class _PatchingLoader:
@@ -76,14 +80,15 @@ def _maybe_uninstall():
         _finder = None
 
 
-def when_imported(name, patch):
-    """Runs patch(module) after `name` is imported, or now if it already is."""
+def when_imported(name, patch, label):
+    """Runs patch(module) after `name` is imported, or now if it already is;
+    `label` names it in the instrument events when it fails as a whole."""
     global _finder
     module = sys.modules.get(name)
     if module is not None and name not in _patches:
-        _run([patch], module)
+        _run([(label, patch)], module)
         return
-    _patches.setdefault(name, []).append(patch)
+    _patches.setdefault(name, []).append((label, patch))
     if _finder is None:
         _finder = _Finder()
         sys.meta_path.insert(0, _finder)

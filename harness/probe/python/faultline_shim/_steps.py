@@ -9,7 +9,7 @@ The harness uses them for the timeline, for "every rank finished step N"
 """
 import functools
 
-from . import _data, _state
+from . import _data, _instrument, _state
 
 _open = False
 _step = 0
@@ -47,33 +47,47 @@ def _wrap_step(step):
         if _state.recorder is not None:
             try:
                 on_optimizer_step()
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("optim.step", e)
         return out
 
     wrapper.__faultline_wrapped__ = step
     return wrapper
 
 
-def patch(module):
-    """torch.optim.optimizer: every optimizer class gets its step() wrapped
-    when its first instance is made, where torch wraps it for the profiler."""
-    Optimizer = module.Optimizer
-    orig = Optimizer._hook_for_profile
+# The Optimizer method that wraps each class's step() for the profiler, run
+# from __init__ and __setstate__: torch 1.13's _hook_for_profile, 2.x's
+# _patch_step_function (which marks the class's step `hooked`; our wrapper
+# keeps the mark, as functools.wraps copies __dict__).
+_PROFILE_HOOKS = ("_patch_step_function", "_hook_for_profile")
+
+
+def _wrap_profile_hook(Optimizer):
+    name = next((n for n in _PROFILE_HOOKS if n in Optimizer.__dict__), None)
+    if name is None:
+        raise AttributeError("torch.optim.Optimizer has none of %s" % ", ".join(_PROFILE_HOOKS))
+    orig = Optimizer.__dict__[name]
     if hasattr(orig, "__faultline_wrapped__"):
         return
 
     @functools.wraps(orig)
-    def _hook_for_profile(self):
-        orig(self)
+    def hook(self, *args, **kwargs):
+        result = orig(self, *args, **kwargs)
         try:
             # The class that defines the step() this instance calls.
             owner = next((k for k in type(self).__mro__ if "step" in k.__dict__), None)
             step = owner.__dict__["step"] if owner is not None else None
             if callable(step) and not hasattr(step, "__faultline_wrapped__"):
                 owner.step = _wrap_step(step)
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke("optim.step", e)
+        return result
 
-    _hook_for_profile.__faultline_wrapped__ = orig
-    Optimizer._hook_for_profile = _hook_for_profile
+    hook.__faultline_wrapped__ = orig
+    setattr(Optimizer, name, hook)
+
+
+def patch(module):
+    """torch.optim.optimizer: every optimizer class gets its step() wrapped
+    when its first instance is made, where torch wraps it for the profiler."""
+    _instrument.attempt("optim.step", _wrap_profile_hook, module.Optimizer)

@@ -1,0 +1,256 @@
+// The Python shim against one torch installation (ctest ShimTorch/1.13 and
+// ShimTorch/2.13, the interpreter named by FL_TORCH_BIN): a real 2-rank Gloo
+// DDP trainer under that torch's torchrun and `faultline exec`, every patch
+// reporting applied=true in report.json and its evidence in the events; a
+// torch.multiprocessing.spawn trainer's error attributed to its rank; and a
+// patch made to fail, reported as applied=false with its error.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/launch/rank_env.h"
+#include "tests/supervise/test_support.h"
+
+extern char** environ;
+
+namespace faultline {
+namespace {
+
+using nlohmann::json;
+using testing::fileExists;
+using testing::readFile;
+using testing::TempDir;
+
+// Every patch the shim makes in a rank of a DDP trainer (docs/BLACKBOX.md).
+const std::set<std::string> kPatches = {
+    "stacks.sigusr1", "errors.excepthook", "dist.all_reduce", "dist.all_reduce_coalesced", "dist.broadcast",
+    "dist.reduce", "dist.all_gather", "dist.all_gather_into_tensor", "dist._all_gather_base", "dist.gather",
+    "dist.scatter", "dist.reduce_scatter", "dist.reduce_scatter_tensor", "dist._reduce_scatter_base",
+    "dist.all_to_all", "dist.all_to_all_single", "dist.barrier", "dist.send", "dist.recv",
+    "dist.init_process_group", "dist.destroy_process_group", "dist._broadcast_coalesced",
+    "dist._verify_params_across_processes", "data.dataloader", "data.distributed_sampler", "ddp.grad_allreduce",
+    "ddp.fingerprint", "ddp.forward", "spawn.wrap", "optim.step"};
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string trainer(const std::string& name) { return std::string(FL_SOURCE_DIR) + "/scenarios/python/" + name; }
+
+int lineOf(const std::string& file, const std::string& needle) {
+  std::ifstream in(file);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find(needle) != std::string::npos) return n;
+  }
+  return -1;
+}
+
+// faultline ARGS with the test's environment plus `extra`; stdout and stderr to `log`.
+int runFaultline(const std::vector<std::string>& args, const std::string& log,
+                 const std::map<std::string, std::string>& extra = {}) {
+  std::vector<std::string> all{FL_FAULTLINE};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::map<std::string, std::string> vars;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    const size_t eq = kv.find('=');
+    if (eq != std::string::npos) vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& [k, v] : extra) vars[k] = v;
+  std::vector<std::string> strings;
+  for (const auto& [k, v] : vars) strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  pid_t pid = -1;
+  EXPECT_EQ(posix_spawn(&pid, FL_FAULTLINE, &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+json readJson(const std::string& path) {
+  json j = json::parse(readFile(path), nullptr, false);
+  return j.is_discarded() ? json() : j;
+}
+
+std::multiset<std::string> eventKinds(const std::string& run, int rank) {
+  std::multiset<std::string> out;
+  std::ifstream in(run + "/ranks/" + std::to_string(rank) + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    if (!j.is_discarded()) out.insert(j.value("ev", ""));
+  }
+  return out;
+}
+
+// A user's sitecustomize that makes the dist.all_reduce patch fail (see it).
+std::string breakPatch() { return std::string(FL_SOURCE_DIR) + "/tests/blackbox/break_patch"; }
+
+class ShimTorch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    bin_ = env("FL_TORCH_BIN");
+    version_ = env("FL_TORCH_VERSION");
+    if (bin_.empty()) GTEST_SKIP() << "FL_TORCH_BIN not set (ctest sets it per torch version)";
+    if (!fileExists(python()) || !fileExists(torchrun())) {
+      GTEST_SKIP() << "torch " << version_ << " is not installed here: no " << python() << " or " << torchrun();
+    }
+    if (::geteuid() != 0) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
+  }
+  std::string python() const { return bin_ + "/python" + (bin_ == "/usr/bin" ? "3" : ""); }
+  std::string torchrun() const { return bin_ + "/torchrun"; }
+
+  // `faultline exec --launcher external -- torchrun --nproc_per_node=2 ... SCRIPT`.
+  int torchrunExec(const TempDir& dir, const std::vector<std::string>& script,
+                   const std::map<std::string, std::string>& extra = {}, const std::string& hang_timeout = "30") {
+    std::vector<std::string> args = {"exec", "--launcher", "external", "--hang-timeout", hang_timeout, "--deadline",
+                                     "240", "-o", dir / "run", "--", torchrun(), testing::freeTorchrunPortFlag(),
+                                     "--nproc_per_node=2", "--redirects", "2", "--tee", "2", "--log_dir",
+                                     dir / "torchrun"};
+    args.insert(args.end(), script.begin(), script.end());
+    return runFaultline(args, dir / "log", extra);
+  }
+
+  // instruments.ranks.R of the report, checked for the torch version.
+  json rankInstruments(const json& report, int rank) {
+    const json& r = report["instruments"]["ranks"][std::to_string(rank)];
+    EXPECT_TRUE(r.is_object()) << report["instruments"].dump(1);
+    if (!r.is_object()) return json::object();
+    EXPECT_EQ(r["torch"].get<std::string>().rfind(version_, 0), 0u) << r["torch"];
+    return r;
+  }
+
+  std::string bin_, version_;
+};
+
+TEST_F(ShimTorch, EveryPatchAppliesAndItsEvidenceAppears) {
+  TempDir dir;
+  const int status = torchrunExec(dir, {trainer("clean.py")});
+  EXPECT_EQ(status, 0) << readFile(dir / "log");
+  const json r = readJson(dir / "run/report.json");
+  ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
+  EXPECT_TRUE(r["root_cause"].is_null()) << r["root_cause"].dump(1);
+  EXPECT_EQ(r["findings"], json::array());
+  EXPECT_FALSE(r.contains("unchecked_findings")) << r["unchecked_findings"].dump(1);
+  EXPECT_TRUE(r["instruments"]["python_shim"].is_string());
+  for (int rank : {0, 1}) {
+    const json inst = rankInstruments(r, rank);
+    std::set<std::string> names;
+    for (const auto& [name, applied] : inst["patches"].items()) {
+      names.insert(name);
+      EXPECT_EQ(applied, true) << "rank " << rank << ": " << name << ": " << inst["failed"].value(name, "");
+    }
+    EXPECT_EQ(names, kPatches) << "rank " << rank;
+    EXPECT_EQ(inst["failed"], json::object()) << "rank " << rank;
+    const auto kinds = eventKinds(dir / "run", rank);
+    // 8 steps: DDP's constructor (verify_params, broadcast), then a gradient
+    // all-reduce and the loss all-reduce each step.
+    EXPECT_EQ(kinds.count("collective_begin"), 18u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("collective_end"), 18u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("step_begin"), 8u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("step_end"), 8u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("fingerprint"), 1u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("samples"), 1u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("pg_init"), 1u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("pg_destroy"), 1u) << "rank " << rank;
+  }
+}
+
+TEST_F(ShimTorch, SpawnedRanksErrorIsAttributedToIt) {
+  TempDir dir;
+  const std::string script = trainer("spawn_name_error.py");
+  auto port = launch::findFreePort();
+  ASSERT_TRUE(port);
+  const int status = runFaultline({"exec", "--launcher", "external", "--hang-timeout", "30", "--deadline", "240", "-o",
+                                   dir / "run", "--", python(), script},
+                                  dir / "log", {{"MASTER_PORT", std::to_string(*port)}, {"WORLD_SIZE", "2"}});
+  EXPECT_EQ(status, 1) << readFile(dir / "log");
+  const json r = readJson(dir / "run/report.json");
+  ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
+  const json& rc = r["root_cause"];
+  ASSERT_TRUE(rc.is_object()) << r.dump(1);
+  EXPECT_EQ(rc["kind"], "python_exception");
+  EXPECT_EQ(rc["rank"], 1);
+  EXPECT_EQ(rc["exception_type"], "NameError");
+  EXPECT_EQ(rc["location"]["line"], lineOf(script, "b = c  # noqa"));
+  EXPECT_EQ(eventKinds(dir / "run", 1).count("error"), 1u);
+  EXPECT_TRUE(fileExists(dir / "run/ranks/1/error.json"));
+  EXPECT_EQ(rankInstruments(r, 1)["patches"]["spawn.wrap"], true);
+}
+
+TEST_F(ShimTorch, APatchThatFailsIsReportedWithItsError) {
+  TempDir dir;
+  // tests/blackbox/break_patch/sitecustomize.py, chained by the shim's, makes
+  // all_reduce a callable the shim cannot wrap; the trainer runs as before.
+  const int status = torchrunExec(dir, {trainer("clean.py")}, {{"PYTHONPATH", breakPatch()}});
+  EXPECT_EQ(status, 0) << readFile(dir / "log");
+  const json r = readJson(dir / "run/report.json");
+  ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
+  EXPECT_TRUE(r["root_cause"].is_null()) << r["root_cause"].dump(1);
+  for (int rank : {0, 1}) {
+    const json inst = rankInstruments(r, rank);
+    EXPECT_EQ(inst["patches"]["dist.all_reduce"], false) << inst.dump(1);
+    EXPECT_EQ(inst["patches"]["dist.broadcast"], true);
+    EXPECT_EQ(inst["failed"], json({{"dist.all_reduce", "TypeError: unexpected object 'not a signature' in "
+                                                        "__signature__ attribute"}}));
+  }
+  // What needs every collective traced is unknown, not absent.
+  ASSERT_TRUE(r["unchecked_findings"].is_array()) << r.dump(1);
+  bool straggler = false;
+  for (const json& u : r["unchecked_findings"]) straggler = straggler || u["kind"] == "straggler";
+  EXPECT_TRUE(straggler) << r["unchecked_findings"].dump(1);
+}
+
+// hang.py with all_reduce untraced: rank 1 stops before step 3's loss
+// all-reduce, rank 0 waits in it unseen. Both finished step 3, so the events
+// alone would read as a shutdown hang; the report says what it cannot know.
+TEST_F(ShimTorch, AHangInAnUntracedCollectiveIsNotGuessed) {
+  TempDir dir;
+  const std::string script = trainer("hang.py");
+  torchrunExec(dir, {script, "--pg-timeout", "120"}, {{"PYTHONPATH", breakPatch()}}, "5");
+  const json r = readJson(dir / "run/report.json");
+  ASSERT_TRUE(r.is_object()) << readFile(dir / "log");
+  const json& rc = r["root_cause"];
+  ASSERT_TRUE(rc.is_object()) << r.dump(1);
+  EXPECT_EQ(rc["kind"], "timeout") << rc.dump(1);
+  EXPECT_TRUE(rc["rank"].is_null()) << rc.dump(1);
+  const std::string summary = rc.value("summary", "");
+  for (int rank : {0, 1}) {
+    EXPECT_NE(summary.find("rank " + std::to_string(rank) +
+                           " collective tracing unavailable (patch dist.all_reduce failed: TypeError: "),
+              std::string::npos)
+        << summary;
+  }
+  EXPECT_EQ(summary.find("not in a collective"), std::string::npos) << summary;
+  // Where each rank stood comes from its stack dump.
+  const std::string at = "rank 1 at hang.py:" + std::to_string(lineOf(script, "threading.Event().wait()"));
+  bool located = false;
+  for (const json& l : rc["layers"]) located = located || l.value("text", "").rfind(at, 0) == 0;
+  EXPECT_TRUE(located) << rc["layers"].dump(1);
+}
+
+}  // namespace
+}  // namespace faultline

@@ -1,0 +1,120 @@
+"""The shim's patch status (instrument events) on stand-in modules, no torch:
+outcomes kept until the process is a rank, a failed patch's error, a patch
+that breaks at run time, torch 2.x's and 1.13's optimizer hooks.
+
+Run: python3 tests/probe/shim_patch_status_test.py (ctest: shim_patch_status)."""
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness", "probe", "python"))
+
+from faultline_shim import _events, _imports, _instrument, _state, _steps  # noqa: E402
+
+
+def fresh():
+    _instrument._outcomes.clear()
+    _instrument._sent.clear()
+    _instrument._broken.clear()
+
+
+class PatchStatus(unittest.TestCase):
+    def setUp(self):
+        fresh()
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "0", "events.jsonl")
+        _state.recorder = None
+        sys.modules["torch"] = types.SimpleNamespace(__version__="9.9.0")
+
+    def tearDown(self):
+        _state.recorder = None
+        sys.modules.pop("torch", None)
+        self.dir.cleanup()
+
+    def activate(self):
+        _state.recorder = _events.Recorder(0, self.path)
+        _instrument.flush()
+
+    def events(self):
+        with open(self.path) as f:
+            return [json.loads(line) for line in f if '"instrument"' in line]
+
+    def test_outcomes_before_the_rank_exists_are_written_when_it_does(self):
+        _instrument.attempt("spawn.wrap", lambda: None)
+        self.assertFalse(os.path.exists(self.path))
+        self.activate()
+        _instrument.attempt("dist.barrier", lambda: None)
+        evs = self.events()
+        self.assertEqual([(e["patch"], e["applied"], e["torch"]) for e in evs],
+                         [("spawn.wrap", True, "9.9.0"), ("dist.barrier", True, "9.9.0")])
+        _instrument.flush()
+        self.assertEqual(len(self.events()), 2)  # once each
+
+    def test_a_failed_patch_carries_its_error(self):
+        self.activate()
+
+        def patch():
+            raise AttributeError("module 'torch.distributed.distributed_c10d' has no attribute 'all_reduce'")
+
+        self.assertFalse(_instrument.attempt("dist.all_reduce", patch))
+        (e,) = self.events()
+        self.assertEqual(e["ev"], "instrument")
+        self.assertIs(e["applied"], False)
+        self.assertEqual(e["error"], "AttributeError: module 'torch.distributed.distributed_c10d' has no attribute 'all_reduce'")
+
+    def test_breaking_at_run_time_is_said_once(self):
+        self.activate()
+        _instrument.attempt("ddp.forward", lambda: None)
+        for _ in range(3):
+            _instrument.broke("ddp.forward", KeyError("require_backward_grad_sync"))
+        evs = self.events()
+        self.assertEqual(len(evs), 2)
+        self.assertIs(evs[1]["applied"], False)
+        self.assertEqual(evs[1]["error"], "at run time: KeyError: 'require_backward_grad_sync'")
+
+    def test_a_patch_that_fails_as_a_whole_is_recorded_under_its_label(self):
+        self.activate()
+        module = types.ModuleType("fake_mod_for_label")
+        sys.modules[module.__name__] = module
+        try:
+            _imports.when_imported(module.__name__, lambda m: m.missing_attribute, "ddp")
+        finally:
+            del sys.modules[module.__name__]
+        (e,) = self.events()
+        self.assertEqual((e["patch"], e["applied"]), ("ddp", False))
+        self.assertTrue(e["error"].startswith("AttributeError: "))
+
+    def test_optimizer_step_on_either_torch_and_on_neither(self):
+        self.activate()
+        for hook in ("_patch_step_function", "_hook_for_profile"):
+            calls = []
+
+            def profile_hook(self, calls=calls):
+                calls.append("hook")
+
+            Optimizer = type("Optimizer", (), {hook: profile_hook})
+            SGD = type("SGD", (Optimizer,), {"step": lambda self: calls.append("step")})
+            _steps.patch(types.SimpleNamespace(Optimizer=Optimizer))
+            opt = SGD()
+            getattr(opt, hook)()  # what Optimizer.__init__ does
+            opt.step()
+            self.assertEqual(calls, ["hook", "step"])
+            self.assertTrue(hasattr(SGD.__dict__["step"], "__faultline_wrapped__"), hook)
+        _steps.patch(types.SimpleNamespace(Optimizer=type("Optimizer", (), {})))
+        last = self.events()[-1]
+        self.assertEqual((last["patch"], last["applied"]), ("optim.step", False))
+        self.assertIn("_patch_step_function", last["error"])
+
+    def test_long_errors_are_cut(self):
+        self.activate()
+        _instrument.failed("dist.recv", ValueError("x" * 1000))
+        (e,) = self.events()
+        self.assertEqual(len(e["error"]), 300)
+        self.assertTrue(e["error"].endswith("..."))
+
+
+if __name__ == "__main__":
+    unittest.main()
