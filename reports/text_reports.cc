@@ -59,6 +59,10 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
       o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
     } else if (e.status == "unresolved") {
       o << "      <error message=\"unresolved: " << escapeXml(e.reason) << "\"/>\n";
+    } else if (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail) {
+      // The expectation held on a report nobody finished (diagnosis failed,
+      // run interrupted, harness error): that is no pass.
+      o << "      <error message=\"" << verdictName(r.verdict) << ": " << escapeXml(headline(r)) << "\"/>\n";
     } else if (!e.ok) {
       o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"expectation\">"
         << escapeXml("expected " + e.what + " = " + jsonText(e.expected) + ", actual " + jsonText(e.actual))
@@ -85,7 +89,7 @@ Counts countCases(const Report& r) {
     ++c.tests;
     if (r.verdict == Verdict::kUnsupported) {
       ++c.skipped;
-    } else if (e.status == "unresolved") {
+    } else if (e.status == "unresolved" || (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail)) {
       ++c.errors;
     } else if (!e.ok) {
       ++c.failures;

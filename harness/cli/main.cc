@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   bool suite_no_instrument = false;
   suite_cmd->add_flag("--no-instrument", suite_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
   suite_cmd->add_option("--catalog", suite.catalog,
-                        "run on the builtin and torchrun stacks and write the failure-mode catalog (Markdown) here");
+                        "run on every stack of `faultline stacks` and write the failure-mode catalog (Markdown) here");
 
   std::vector<std::string> list_paths;
   auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");

@@ -33,7 +33,7 @@ struct SuiteOptions {
   int jobs = 0;                   // 0 = what fits the cores
   bool progress_tty = false;      // live display instead of plain lines
   std::string self_exe;           // the faultline binary: each scenario runs in its own process
-  std::string catalog;            // set: run on builtin and torchrun, write the failure-mode catalog here
+  std::string catalog;            // set: run on every stack of `faultline stacks`, write the failure-mode catalog here
 };
 
 // Exit statuses of CONTRACT.md section 1.

@@ -26,6 +26,9 @@ Environment currentEnvironment() {
 Environment rankEnvironment(const Environment& base, const RunLayout& layout, const RankEnvParams& p) {
   Environment env = base;
   env.erase("FAULTLINE_EVENTS_DIR");
+  // The interposer reads FAULTLINE_RANK before RANK: one inherited from a
+  // nested run would give every rank's events one rank.
+  env.erase("FAULTLINE_RANK");
   env["RANK"] = std::to_string(p.rank);
   env["LOCAL_RANK"] = std::to_string(p.rank);
   env["WORLD_SIZE"] = std::to_string(p.world_size);
@@ -64,7 +67,7 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
 
 Environment launcherEnvironment(const Environment& base, const RunLayout& layout, const std::string& run_id) {
   Environment env = base;
-  for (const char* k : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
+  for (const char* k : {"RANK", "FAULTLINE_RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                         "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE", "FAULTLINE_EVENTS", "TORCHELASTIC_ERROR_FILE",
                         "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS",
                         "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_SIGNALS_TO_HANDLE"}) {

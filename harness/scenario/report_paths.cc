@@ -14,7 +14,7 @@ const json& reportShape() {
   static const json shape = json::parse(R"({
     "schema": null,
     "scenario": {"name": null, "file": null},
-    "stack": {"launcher": null, "command": [null], "world_size": null},
+    "stack": {"launcher": null, "command": [null], "world_size": null, "torch": null},
     "launcher": {"exit_code": null, "signal": null},
     "root_cause": {"kind": null, "rank": null, "summary": null, "exception_type": null, "message": null,
                    "location": {"file": null, "line": null}, "symbol": null, "signal": null,

@@ -10,7 +10,7 @@ namespace {
 
 TEST(RankEnv, CarriesTheContractVariables) {
   RunLayout layout("/runs/a");
-  Environment base{{"PATH", "/usr/bin"}, {"FAULTLINE_EVENTS_DIR", "/stale"}, {"RANK", "9"}};
+  Environment base{{"PATH", "/usr/bin"}, {"FAULTLINE_EVENTS_DIR", "/stale"}, {"RANK", "9"}, {"FAULTLINE_RANK", "9"}};
   auto env = rankEnvironment(base, layout, {2, 4, 29500, "id-1"});
   EXPECT_EQ(env["RANK"], "2");
   EXPECT_EQ(env["LOCAL_RANK"], "2");
@@ -25,6 +25,7 @@ TEST(RankEnv, CarriesTheContractVariables) {
   EXPECT_EQ(env["FAULTLINE_RUN_ID"], "id-1");
   EXPECT_EQ(env["PATH"], "/usr/bin");
   EXPECT_FALSE(env.count("FAULTLINE_EVENTS_DIR"));
+  EXPECT_FALSE(env.count("FAULTLINE_RANK"));
 }
 
 TEST(RankEnv, CarriesTorchrunTwoXWorkerVariables) {

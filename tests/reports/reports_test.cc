@@ -90,6 +90,27 @@ TEST(Junit, UnsupportedIsASkipWithItsReason) {
             "unsupported: scenario 'stock-flags' applies to torch <2, not 2.13.0+cpu");
 }
 
+// Regression: a run whose diagnosis failed showed its held expectations green.
+TEST(Junit, HeldExpectationsOfAnUnresolvedRunAreErrors) {
+  Report r;
+  r.scenario = ScenarioRef{"x", "x.toml"};
+  r.verdict = Verdict::kUnresolved;
+  r.extra["diagnose_error"] = "exception: boom";
+  Expectation e;
+  e.what = "root_cause";
+  e.expected = nullptr;
+  e.actual = nullptr;
+  e.ok = true;
+  e.status = "pass";
+  r.expectations = {e};
+  pugi::xml_document doc;
+  const std::string xml = junitForRun(r);
+  ASSERT_TRUE(doc.load_string(xml.c_str())) << xml;
+  auto suite = doc.child("testsuites").child("testsuite");
+  EXPECT_EQ(suite.attribute("errors").as_int(), 1);
+  EXPECT_TRUE(suite.child("testcase").child("error")) << xml;
+}
+
 TEST(Junit, SuiteHasOneTestsuitePerScenario) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}, {"b", "torchrun", "b", hostileReport()}};
