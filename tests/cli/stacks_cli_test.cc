@@ -115,7 +115,9 @@ TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
                                                   << ", the builtin launcher does not";
     }
     for (const char* k : {"ROLE_RANK", "ROLE_WORLD_SIZE", "RANK", "LOCAL_RANK", "GROUP_RANK"}) {
-      if (env.contains(k)) EXPECT_EQ(env[k], builtin_env[k]) << name << " " << k;
+      if (env.contains(k)) {
+        EXPECT_EQ(env[k], builtin_env[k]) << name << " " << k;
+      }
     }
     ++checked;
   }
