@@ -12,6 +12,8 @@
 namespace faultline::diagnose {
 namespace {
 
+constexpr std::string_view kPgNotDestroyed = "destroy_process_group() was not called";
+
 void classify(Evidence& e) {
   if (auto c = classifyCollateral(e.type + ": " + e.message)) {
     e.collateral = true;
@@ -58,7 +60,10 @@ Evidence evidenceFromChain(const PyChain& chain) {
 
 RankLog scanRankLog(std::string_view text) {
   RankLog out;
-  const std::vector<std::string_view> lines = splitLines(text);
+  // torch 2.x prefixes a rank's traceback lines with "[rank1]: " (and a
+  // --tee capture adds "[default1]:"); the parsers see the lines without them.
+  std::vector<std::string_view> lines = splitLines(text);
+  for (std::string_view& l : lines) l = stripRankPrefixes(l);
   const std::vector<PyChain> chains = parsePythonTracebacks(lines);
   std::vector<std::pair<size_t, size_t>> covered;  // line ranges inside tracebacks
   struct Found {
@@ -143,6 +148,14 @@ RankLog scanRankLog(std::string_view text) {
   }
   std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.line < b.line; });
   for (auto& f : found) out.errors.push_back(std::move(f.e));
+  if (const size_t w = text.find(kPgNotDestroyed); w != std::string_view::npos) {
+    for (std::string_view l : lines) {
+      if (l.data() <= text.data() + w && text.data() + w < l.data() + l.size()) {
+        out.pg_not_destroyed = std::string(trim(l));
+        break;
+      }
+    }
+  }
   // Stack dumps (SIGUSR1 faulthandler output goes to the rank's stderr).
   if (contains(text, "(most recent call first):")) out.stacks = parseStackDump(text);
   return out;

@@ -62,6 +62,7 @@ void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
     r.errors.push_back(std::move(e));
   }
   for (StackThread& t : log.stacks) r.stacks.push_back(std::move(t));
+  if (r.pg_not_destroyed.empty()) r.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
   if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(*text, 4096));
 }
 
@@ -272,7 +273,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
     if (attempt.empty()) {
       std::map<int, std::string> demuxed;
       for (std::string_view l : splitLines(*lerr)) {
-        if (auto p = splitRankPrefix(l)) demuxed[p->local_rank].append(p->text).push_back('\n');
+        if (auto p = splitRankPrefix(l)) demuxed[p->rank].append(p->text).push_back('\n');
       }
       for (auto& [r, text] : demuxed) {
         RankInput& ri = rankAt(r);
@@ -283,6 +284,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
           ri.errors.push_back(std::move(e));
         }
         for (StackThread& t : log.stacks) ri.stacks.push_back(std::move(t));
+        if (ri.pg_not_destroyed.empty()) ri.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
         if (ri.stderr_tail.empty()) ri.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
       }
     }
