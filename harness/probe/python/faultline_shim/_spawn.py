@@ -2,13 +2,15 @@
 the process index they are started with is the rank in every trainer that
 calls spawn(train, nprocs=N) and train(rank, ...).
 
-The child runs torch.multiprocessing.spawn._wrap(fn, i, args, error_queue),
+The child runs torch.multiprocessing.spawn._wrap(fn, i, args, error_queue)
+(torch 1.x; torch 2.x passes an error file's path instead of the queue),
 found by name when it unpickles its target; the shim replaces _wrap (in the
 parent too, where it is what gets pickled, by the same name) with one that
 makes process i rank i before running the original. _wrap catches the
 trainer's exception itself and hands the traceback to the parent through
-error_queue, so the exception never reaches sys.excepthook: the queue's put()
-is where the shim records it, with the exception still being handled.
+error_queue (or the error file), so the exception never reaches
+sys.excepthook: the queue's put() is where the shim records it, with the
+exception still being handled; with an error file, a wrapper around fn.
 """
 import functools
 import os
@@ -26,6 +28,23 @@ class _RecordingErrorQueue:
 
     def __getattr__(self, name):
         return getattr(self._queue, name)
+
+
+def _recording(fn):
+    """fn, recording the exception it raises (torch 2.x's _wrap then pickles
+    the traceback into its error file); one more frame in that traceback."""
+
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except KeyboardInterrupt:
+            raise
+        except Exception:
+            _errors.record_current()
+            raise
+
+    return run
 
 
 def patch(module, activate):
@@ -46,7 +65,11 @@ def patch(module, activate):
             except Exception:  # noqa: BLE001
                 pass
         if _state.recorder is not None:
-            error_queue = _RecordingErrorQueue(error_queue)
+            if hasattr(error_queue, "put"):
+                error_queue = _RecordingErrorQueue(error_queue)
+            else:
+                # torch 2.x hands _wrap an error file's path, not a queue.
+                fn = _recording(fn)
         return orig(fn, i, args, error_queue)
 
     _wrap.__faultline_wrapped__ = orig
