@@ -65,7 +65,8 @@ LauncherLog parseLauncherLog(std::string_view text) {
   // The ChildFailedError block and pid lines.
   bool in_root = false;
   LauncherFailure* cur = nullptr;
-  for (std::string_view l : own) {
+  for (size_t li = 0; li < own.size(); ++li) {
+    const std::string_view l = own[li];
     const std::string_view t = trim(l);
     if (startsWith(t, "Root Cause (first observed failure):")) {
       in_root = true;
@@ -98,6 +99,25 @@ LauncherLog parseLauncherLog(std::string_view text) {
       // traceback line, or 1.13's "To enable traceback see: ...".
       const size_t c = t.find(": ");
       if (c != std::string_view::npos) cur->traceback = std::string(t.substr(c + 2));
+      if (trim(cur->traceback) == "Traceback (most recent call last):") {
+        // The error file's py_callstack, every line after the first indented
+        // by two more spaces, up to the next section rule or entry.
+        std::vector<std::string> tb{cur->traceback};
+        while (li + 1 < own.size()) {
+          const std::string_view n = own[li + 1];
+          const std::string_view nt = trim(n);
+          if (startsWith(nt, "-----") || startsWith(nt, "=====") ||
+              (nt.size() >= 4 && nt.front() == '[' && nt.back() == ':' && leadingInt(nt.substr(1)))) {
+            break;
+          }
+          tb.emplace_back(startsWith(n, "  ") ? n.substr(2) : n);
+          ++li;
+        }
+        std::vector<std::string_view> views(tb.begin(), tb.end());
+        for (PyChain& ch : parsePythonTracebacks(views)) {
+          if (!ch.original().type.empty()) cur->chain = std::move(ch);
+        }
+      }
       continue;
     }
     if (cur && startsWith(t, "exitcode ")) {

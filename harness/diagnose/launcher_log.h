@@ -24,6 +24,9 @@ struct LauncherFailure {
   std::string time;        // torchrun's whole-second stamp, kept as text
   std::string error_file;  // "<N/A>" dropped
   std::string traceback;   // the "traceback :" field's first line
+  // The traceback an error file gave it (@record, or faultline's shim):
+  // evidence where the error file itself is out of reach (no --log_dir).
+  std::optional<PyChain> chain;
   bool root_cause_block = false;
 };
 

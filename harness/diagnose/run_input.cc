@@ -265,6 +265,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
   // The launcher: its stderr, torchrun's per-rank log files, spawn children.
   const fs::path ldir = root / "launcher";
   auto lerr = readTail((ldir / "stderr").string());
+  std::map<int, const PyChain*> pending_chains;  // into *in.launcher
   const fs::path attempt = lastAttemptDir(ldir / "logs");
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
@@ -311,6 +312,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
       if (f.rank < 0) continue;
       RankInput& ri = rankAt(f.rank);
       ri.started = true;
+      if (f.chain) pending_chains[f.rank] = &*f.chain;
       if (!ri.pid && f.pid) ri.pid = f.pid;
       if (!ri.exit_known && (f.exit_code || f.signal)) {
         ri.exit_code = f.exit_code;
@@ -330,6 +332,18 @@ RunInput loadRun(const std::string& dir, const Report& report) {
     }
   }
 
+  // An error file's traceback quoted in the failure block is evidence only
+  // for a rank that has none of its own (its error file was not in reach).
+  for (const auto& [r, chain] : pending_chains) {
+    RankInput& ri = rankAt(r);
+    const bool has_own = !ri.errors.empty() ||
+                         std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                                     [](const Event& e) { return e.ev == "error"; });
+    if (has_own) continue;
+    Evidence e = evidenceFromChain(*chain);
+    e.origin = "launcher/stderr";
+    ri.errors.push_back(std::move(e));
+  }
   // Events: pids, the probe's error events, exit codes.
   for (auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {
