@@ -487,6 +487,10 @@ Diagnosis analyzeRun(const RunInput& in) {
       c.summary = std::string("rendezvous failure: ") +
                   (silent.empty() ? "ranks timed out waiting for the store"
                                   : (silent.size() == 1 ? "rank " : "ranks ") + joinRanks(silent) + " never joined");
+      // The onion: what the launcher said, the rank that never joined (if one), the verdict.
+      RankState none;
+      c.layers = buildLayers(in, c.rank && states.count(*c.rank) ? states.at(*c.rank) : none);
+      c.layers.push_back({"error", c.summary});
       root_rank = c.rank;
       rc = c;
     }
