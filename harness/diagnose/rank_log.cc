@@ -62,7 +62,8 @@ RankLog scanRankLog(std::string_view text) {
   RankLog out;
   // torch 2.x prefixes a rank's traceback lines with "[rank1]: " (and a
   // --tee capture adds "[default1]:"); the parsers see the lines without them.
-  std::vector<std::string_view> lines = splitLines(text);
+  const std::vector<std::string_view> whole_lines = splitLines(text);  // to find a line by offset
+  std::vector<std::string_view> lines = whole_lines;
   for (std::string_view& l : lines) l = stripRankPrefixes(l);
   const std::vector<PyChain> chains = parsePythonTracebacks(lines);
   std::vector<std::pair<size_t, size_t>> covered;  // line ranges inside tracebacks
@@ -98,13 +99,13 @@ RankLog scanRankLog(std::string_view text) {
       if (!p) break;
       const size_t off = static_cast<size_t>(static_cast<const char*>(p) - base);
       // The line holding `off`: the last line starting at or before it.
-      auto it = std::upper_bound(lines.begin(), lines.end(), off, [&](size_t o, std::string_view l) {
+      auto it = std::upper_bound(whole_lines.begin(), whole_lines.end(), off, [&](size_t o, std::string_view l) {
         return o < static_cast<size_t>(l.data() - base);
       });
-      if (it != lines.begin()) {
-        const size_t li = static_cast<size_t>(it - lines.begin()) - 1;
+      if (it != whole_lines.begin()) {
+        const size_t li = static_cast<size_t>(it - whole_lines.begin()) - 1;
         hit_lines.push_back(li);
-        pos = static_cast<size_t>(lines[li].data() - base) + lines[li].size() + 1;  // next line
+        pos = static_cast<size_t>(whole_lines[li].data() - base) + whole_lines[li].size() + 1;  // next line
       } else {
         pos = off + 1;
       }
