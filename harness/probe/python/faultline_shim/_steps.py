@@ -59,7 +59,9 @@ def patch(module):
     """torch.optim.optimizer: every optimizer class gets its step() wrapped
     when its first instance is made, where torch wraps it for the profiler."""
     Optimizer = module.Optimizer
-    orig = Optimizer._hook_for_profile
+    # torch 1.x calls it _hook_for_profile, 2.x _patch_step_function.
+    name = "_hook_for_profile" if hasattr(Optimizer, "_hook_for_profile") else "_patch_step_function"
+    orig = getattr(Optimizer, name)
     if hasattr(orig, "__faultline_wrapped__"):
         return
 
@@ -76,4 +78,4 @@ def patch(module):
             pass
 
     _hook_for_profile.__faultline_wrapped__ = orig
-    Optimizer._hook_for_profile = _hook_for_profile
+    setattr(Optimizer, name, _hook_for_profile)
