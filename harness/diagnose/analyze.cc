@@ -401,13 +401,17 @@ Diagnosis analyzeRun(const RunInput& in) {
     }
   }
   if (!rc && (any_failure || trigger_hang)) {
-    // Shutdown hang: every rank finished the same last step, one never exited.
+    // Shutdown hang: every rank finished the same last step, or destroyed its
+    // process group (no step events: no DDP, or a torch whose optimizer the
+    // shim could not hook), and one never exited.
     int64_t top = -1;
     for (const auto& [r, ri] : in.ranks) top = std::max(top, maxStepEnd(ri));
     std::vector<int> stuck;
     bool all_done = top >= 0;
+    bool all_destroyed = !in.ranks.empty();
     for (const auto& [r, ri] : in.ranks) {
       if (maxStepEnd(ri) != top) all_done = false;
+      if (!hasEvent(ri, "pg_destroy")) all_destroyed = false;
       const RankState& st = states.at(r);
       const bool never_exited = st.cls == FailureClass::kTeardown || st.cls == FailureClass::kSurvivor ||
                                 (ri.killed_by_teardown && !st.has_evidence);
@@ -419,7 +423,7 @@ Diagnosis analyzeRun(const RunInput& in) {
       }
       if (never_exited && !ended_first && !hasEvent(ri, "exit")) stuck.push_back(r);
     }
-    if (all_done && !stuck.empty() && stuck.size() < in.ranks.size() + 1) {
+    if ((all_done || all_destroyed) && !stuck.empty() && stuck.size() < in.ranks.size() + 1) {
       RootCause c;
       c.kind = Kind::kShutdownHang;
       if (stuck.size() == 1) c.rank = stuck.front();
@@ -445,8 +449,11 @@ Diagnosis analyzeRun(const RunInput& in) {
         }
         c.layers = buildLayers(in, states.at(*c.rank));
       }
-      const std::string detail = (stuck.size() == 1 ? "rank " : "ranks ") + joinRanks(stuck) +
-                                 " finished step " + std::to_string(top) + " but never exited";
+      const std::string detail =
+          (stuck.size() == 1 ? "rank " : "ranks ") + joinRanks(stuck) +
+          (all_done ? " finished step " + std::to_string(top)
+                    : (stuck.size() == 1 ? " destroyed its process group" : " destroyed their process groups")) +
+          " but never exited";
       c.layers.push_back({"error", detail});
       c.summary = rankPrefix(c.rank) + "shutdown hang: " + detail + where;
       root_rank = c.rank;
