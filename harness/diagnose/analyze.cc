@@ -478,11 +478,23 @@ Diagnosis analyzeRun(const RunInput& in) {
       if (!st.in->started || could_not_connect) silent.push_back(r);
     }
     bool any_store = false;
+    // A peer that closed the connection before any rank had a process group
+    // (instrumented ranks say so) closed the store's: LibTorch 1.13 ranks
+    // under torchrun 2.13's agent store die so ("Broken pipe").
+    bool instrumented = false, all_store_or_closed = true, any_closed = false;
     for (const auto& [r, st] : states) {
       any_store = any_store || (st.cls == FailureClass::kCollateral &&
                                 st.evidence.collateral_reason == collateralKindName(CollateralKind::kStoreTimeout));
+      instrumented = instrumented || hasEvent(*st.in, "start");
+      if (st.cls == FailureClass::kCollateral) {
+        const bool closed = st.evidence.collateral_reason == collateralKindName(CollateralKind::kPeerClosed);
+        any_closed = any_closed || closed;
+        all_store_or_closed = all_store_or_closed && (closed || st.evidence.collateral_reason ==
+                                                                   collateralKindName(CollateralKind::kStoreTimeout));
+      }
     }
-    if (all_store && any_store && !any_pg) {
+    const bool store_lost = !any_store && instrumented && any_closed && all_store_or_closed;
+    if (((all_store && any_store) || store_lost) && !any_pg) {
       RootCause c;
       c.kind = Kind::kRendezvousFailure;
       for (int r = 0; r < in.world_size; ++r) {
@@ -492,8 +504,9 @@ Diagnosis analyzeRun(const RunInput& in) {
       if (silent.size() == 1) c.rank = silent.front();
       c.missing_ranks = silent;
       c.summary = std::string("rendezvous failure: ") +
-                  (silent.empty() ? "ranks timed out waiting for the store"
-                                  : (silent.size() == 1 ? "rank " : "ranks ") + joinRanks(silent) + " never joined");
+                  (!silent.empty() ? (silent.size() == 1 ? "rank " : "ranks ") + joinRanks(silent) + " never joined"
+                   : store_lost    ? "the store's connection closed before any rank had a process group"
+                                   : "ranks timed out waiting for the store");
       // The onion: what the launcher said, the rank that never joined (if one), the verdict.
       RankState none;
       c.layers = buildLayers(in, c.rank && states.count(*c.rank) ? states.at(*c.rank) : none);
