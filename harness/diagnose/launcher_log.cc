@@ -83,7 +83,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto r = leadingInt(t.substr(1))) {
         log.failures.push_back(LauncherFailure{});
         cur = &log.failures.back();
-        cur->rank = *r;  // until the "rank :" line says
+        cur->rank = *r;  // until the "rank :" line says; a truncated entry names no blamed rank
         cur->root_cause_block = in_root;
         continue;
       }
@@ -155,7 +155,8 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto pid = intAfter(t, "Terminating process ")) log.sigterm_pids.push_back(*pid);
     }
     // "launch.py:207: FutureWarning: The module torch.distributed.launch is deprecated".
-    if (const size_t w = t.find(": FutureWarning: "); w != std::string_view::npos && contains(t, "torch/distributed/launch")) {
+    if (const size_t w = t.find(": FutureWarning: ");
+        w != std::string_view::npos && contains(t, "torch/distributed/launch")) {
       log.warnings.push_back(std::string(t.substr(w + 2)));
     }
     // ProcessExitedException: "process 1 terminated with signal SIGSEGV" / "with exit code 3".
@@ -167,14 +168,6 @@ LauncherLog parseLauncherLog(std::string_view text) {
         const size_t sig = s.find("with signal ");
         if (sig != std::string_view::npos) log.spawn_signal = std::string(trim(s.substr(sig + 12)));
         else if (auto c = intAfter(s, "with exit code ")) log.spawn_exit_code = c;
-      }
-    }
-  }
-  if (!log.claimed_root_rank) {
-    for (const LauncherFailure& f : log.failures) {
-      if (f.root_cause_block) {
-        log.claimed_root_rank = f.rank;
-        break;
       }
     }
   }
