@@ -444,16 +444,20 @@ Diagnosis analyzeRun(const RunInput& in) {
       rc = c;
     }
   }
-  // Shutdown hang: every rank finished the same last step, one never exited.
-  // Not where the shim could not trace a rank's collectives: after its last
-  // step it may be waiting in one nobody saw (the timeout below says so).
+  // Shutdown hang: every rank finished the same last step, or destroyed its
+  // process group (no step events: no DDP, or a torch whose optimizer the
+  // shim could not hook), and one never exited. Not where the shim could not
+  // trace a rank's collectives: after its last step it may be waiting in one
+  // nobody saw (the timeout below says so).
   if (!rc && (any_failure || trigger_hang) && gaps.collectives.empty()) {
     int64_t top = -1;
     for (const auto& [r, ri] : in.ranks) top = std::max(top, maxStepEnd(ri));
     std::vector<int> stuck;
     bool all_done = top >= 0;
+    bool all_destroyed = !in.ranks.empty();
     for (const auto& [r, ri] : in.ranks) {
       if (maxStepEnd(ri) != top) all_done = false;
+      if (!hasEvent(ri, "pg_destroy")) all_destroyed = false;
       const RankState& st = states.at(r);
       const bool never_exited = st.cls == FailureClass::kTeardown || st.cls == FailureClass::kSurvivor ||
                                 (ri.killed_by_teardown && !st.has_evidence);
@@ -465,7 +469,7 @@ Diagnosis analyzeRun(const RunInput& in) {
       }
       if (never_exited && !ended_first && !hasEvent(ri, "exit")) stuck.push_back(r);
     }
-    if (all_done && !stuck.empty() && stuck.size() < in.ranks.size() + 1) {
+    if ((all_done || all_destroyed) && !stuck.empty() && stuck.size() < in.ranks.size() + 1) {
       RootCause c;
       c.kind = Kind::kShutdownHang;
       if (stuck.size() == 1) c.rank = stuck.front();
@@ -491,8 +495,11 @@ Diagnosis analyzeRun(const RunInput& in) {
         }
         c.layers = buildLayers(in, states.at(*c.rank));
       }
-      const std::string detail = (stuck.size() == 1 ? "rank " : "ranks ") + joinRanks(stuck) +
-                                 " finished step " + std::to_string(top) + " but never exited";
+      const std::string detail =
+          (stuck.size() == 1 ? "rank " : "ranks ") + joinRanks(stuck) +
+          (all_done ? " finished step " + std::to_string(top)
+                    : (stuck.size() == 1 ? " destroyed its process group" : " destroyed their process groups")) +
+          " but never exited";
       c.layers.push_back({"error", detail});
       c.summary = rankPrefix(c.rank) + "shutdown hang: " + detail + where;
       root_rank = c.rank;
@@ -517,11 +524,23 @@ Diagnosis analyzeRun(const RunInput& in) {
       if (!st.in->started || could_not_connect) silent.push_back(r);
     }
     bool any_store = false;
+    // A peer that closed the connection before any rank had a process group
+    // (instrumented ranks say so) closed the store's: LibTorch 1.13 ranks
+    // under torchrun 2.13's agent store die so ("Broken pipe").
+    bool instrumented = false, all_store_or_closed = true, any_closed = false;
     for (const auto& [r, st] : states) {
       any_store = any_store || (st.cls == FailureClass::kCollateral &&
                                 st.evidence.collateral_reason == collateralKindName(CollateralKind::kStoreTimeout));
+      instrumented = instrumented || hasEvent(*st.in, "start");
+      if (st.cls == FailureClass::kCollateral) {
+        const bool closed = st.evidence.collateral_reason == collateralKindName(CollateralKind::kPeerClosed);
+        any_closed = any_closed || closed;
+        all_store_or_closed = all_store_or_closed && (closed || st.evidence.collateral_reason ==
+                                                                   collateralKindName(CollateralKind::kStoreTimeout));
+      }
     }
-    if (all_store && any_store && !any_pg) {
+    const bool store_lost = !any_store && instrumented && any_closed && all_store_or_closed;
+    if (((all_store && any_store) || store_lost) && !any_pg) {
       RootCause c;
       c.kind = Kind::kRendezvousFailure;
       for (int r = 0; r < in.world_size; ++r) {
@@ -531,8 +550,13 @@ Diagnosis analyzeRun(const RunInput& in) {
       if (silent.size() == 1) c.rank = silent.front();
       c.missing_ranks = silent;
       c.summary = std::string("rendezvous failure: ") +
-                  (silent.empty() ? "ranks timed out waiting for the store"
-                                  : (silent.size() == 1 ? "rank " : "ranks ") + joinRanks(silent) + " never joined");
+                  (!silent.empty() ? (silent.size() == 1 ? "rank " : "ranks ") + joinRanks(silent) + " never joined"
+                   : store_lost    ? "the store's connection closed before any rank had a process group"
+                                   : "ranks timed out waiting for the store");
+      // The onion: what the launcher said, the rank that never joined (if one), the verdict.
+      RankState none;
+      c.layers = buildLayers(in, c.rank && states.count(*c.rank) ? states.at(*c.rank) : none);
+      c.layers.push_back({"error", c.summary});
       root_rank = c.rank;
       rc = c;
     }

@@ -329,6 +329,8 @@ std::vector<Finding> findStraggler(const RunInput& in) {
 
 std::vector<Finding> findNoPgDestroy(const RunInput& in) {
   std::vector<int> ranks;
+  bool from_events = false;
+  std::string warning;  // torch 2.x's own words, for ranks without events
   for (const auto& [r, ri] : in.ranks) {
     // A pg_destroy the shim could not see is no evidence of a missing one.
     if (gapOf(ri, ShimEvidence::kProcessGroup)) continue;
@@ -340,7 +342,16 @@ std::vector<Finding> findNoPgDestroy(const RunInput& in) {
     }
     // Only ranks that ended normally: a crashed rank cannot be expected to clean up.
     const bool clean_exit = exit0 || (ri.exit_known && ri.exit_code && *ri.exit_code == 0 && !ri.signal);
-    if (init && !destroy && clean_exit) ranks.push_back(r);
+    const bool failed = (ri.exit_code && *ri.exit_code != 0) || ri.signal.has_value() ||
+                        std::any_of(ri.errors.begin(), ri.errors.end(), [](const Evidence& e) { return !e.collateral; });
+    if (init && !destroy && clean_exit) {
+      ranks.push_back(r);
+      from_events = true;
+    } else if (!init && !ri.pg_not_destroyed.empty() && !failed) {
+      // Uninstrumented: the process group's destructor said so itself.
+      ranks.push_back(r);
+      if (warning.empty()) warning = ri.pg_not_destroyed;
+    }
   }
   if (ranks.empty()) return {};
   Finding f;
@@ -349,7 +360,8 @@ std::vector<Finding> findNoPgDestroy(const RunInput& in) {
   f.severity = "warning";
   f.summary = std::string("rank") + (ranks.size() == 1 ? " " : "s ") + joinRanks(ranks) +
               " exited without destroying the process group";
-  f.evidence = "pg_init without pg_destroy before a clean exit";
+  f.evidence = from_events ? "pg_init without pg_destroy before a clean exit" : std::string();
+  if (!warning.empty()) f.evidence += (f.evidence.empty() ? "" : "; ") + ("torch: " + warning);
   return {f};
 }
 

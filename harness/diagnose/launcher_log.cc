@@ -65,7 +65,8 @@ LauncherLog parseLauncherLog(std::string_view text) {
   // The ChildFailedError block and pid lines.
   bool in_root = false;
   LauncherFailure* cur = nullptr;
-  for (std::string_view l : own) {
+  for (size_t li = 0; li < own.size(); ++li) {
+    const std::string_view l = own[li];
     const std::string_view t = trim(l);
     if (startsWith(t, "Root Cause (first observed failure):")) {
       in_root = true;
@@ -75,19 +76,48 @@ LauncherLog parseLauncherLog(std::string_view text) {
       in_root = false;
       continue;
     }
+    // "[N]:" heads an entry. N is the entry's index in the failure map, not a
+    // rank (1.13 and 2.x alike): 2.x lists the failed rank first and the peers
+    // it SIGTERMed after it, so its root cause reads "[0]:" and "rank : 1".
     if (t.size() >= 4 && t.front() == '[' && t.back() == ':' && t[t.size() - 2] == ']') {
       if (auto r = leadingInt(t.substr(1))) {
         log.failures.push_back(LauncherFailure{});
         cur = &log.failures.back();
-        cur->rank = *r;
+        cur->rank = *r;  // until the "rank :" line says; a truncated entry names no blamed rank
         cur->root_cause_block = in_root;
-        if (in_root && !log.claimed_root_rank) log.claimed_root_rank = *r;
         continue;
       }
     }
     if (cur && startsWith(t, "rank ")) {
       if (auto lr = intAfter(t, "local_rank: ")) cur->local_rank = lr;
       if (auto r = intAfter(t, ": ")) cur->rank = *r;
+      if (cur->root_cause_block && !log.claimed_root_rank) log.claimed_root_rank = cur->rank;
+      continue;
+    }
+    if (cur && startsWith(t, "traceback ")) {
+      // "Signal 15 (SIGTERM) received by PID 6295", the error file's first
+      // traceback line, or 1.13's "To enable traceback see: ...".
+      const size_t c = t.find(": ");
+      if (c != std::string_view::npos) cur->traceback = std::string(t.substr(c + 2));
+      if (trim(cur->traceback) == "Traceback (most recent call last):") {
+        // The error file's py_callstack, every line after the first indented
+        // by two more spaces, up to the next section rule or entry.
+        std::vector<std::string> tb{cur->traceback};
+        while (li + 1 < own.size()) {
+          const std::string_view n = own[li + 1];
+          const std::string_view nt = trim(n);
+          if (startsWith(nt, "-----") || startsWith(nt, "=====") ||
+              (nt.size() >= 4 && nt.front() == '[' && nt.back() == ':' && leadingInt(nt.substr(1)))) {
+            break;
+          }
+          tb.emplace_back(startsWith(n, "  ") ? n.substr(2) : n);
+          ++li;
+        }
+        std::vector<std::string_view> views(tb.begin(), tb.end());
+        for (PyChain& ch : parsePythonTracebacks(views)) {
+          if (!ch.original().type.empty()) cur->chain = std::move(ch);
+        }
+      }
       continue;
     }
     if (cur && startsWith(t, "exitcode ")) {
@@ -119,6 +149,15 @@ LauncherLog parseLauncherLog(std::string_view text) {
     }
     if (contains(t, "Sending process ") && contains(t, "closing signal")) {
       if (auto pid = intAfter(t, "Sending process ")) log.sigterm_pids.push_back(*pid);
+    }
+    // torch 2.x's spawn: "W1201 ... spawn.py:165] Terminating process 12557 via signal SIGTERM".
+    if (contains(t, "Terminating process ") && contains(t, " via signal ")) {
+      if (auto pid = intAfter(t, "Terminating process ")) log.sigterm_pids.push_back(*pid);
+    }
+    // "launch.py:207: FutureWarning: The module torch.distributed.launch is deprecated".
+    if (const size_t w = t.find(": FutureWarning: ");
+        w != std::string_view::npos && contains(t, "torch/distributed/launch")) {
+      log.warnings.push_back(std::string(t.substr(w + 2)));
     }
     // ProcessExitedException: "process 1 terminated with signal SIGSEGV" / "with exit code 3".
     if (contains(t, "ProcessExitedException") || startsWith(t, "process ")) {

@@ -13,7 +13,8 @@
 
 namespace faultline::diagnose {
 
-// One "[1]:" entry of a ChildFailedError block.
+// One "[i]:" entry of a ChildFailedError block (i is the entry's index; `rank`
+// is from its "rank :" line).
 struct LauncherFailure {
   int rank = -1;
   std::optional<int> local_rank;
@@ -22,6 +23,10 @@ struct LauncherFailure {
   std::optional<int> pid;
   std::string time;        // torchrun's whole-second stamp, kept as text
   std::string error_file;  // "<N/A>" dropped
+  std::string traceback;   // the "traceback :" field's first line
+  // The traceback an error file gave it (@record, or faultline's shim):
+  // evidence where the error file itself is out of reach (no --log_dir).
+  std::optional<PyChain> chain;
   bool root_cause_block = false;
 };
 
@@ -46,7 +51,10 @@ struct LauncherLog {
     std::optional<int> exit_code;
   };
   std::vector<PidExit> failed_pids;
-  std::vector<int> sigterm_pids;
+  std::vector<int> sigterm_pids;  // also torch 2.x spawn's "Terminating process P via signal SIGTERM"
+  // The launcher's own warnings worth a note ("FutureWarning: The module
+  // torch.distributed.launch is deprecated", torch 2.x).
+  std::vector<std::string> warnings;
   // True when the wrapper is a launcher crash rather than a report about a rank.
   bool launcher_crashed = false;
   // Tracebacks in the launcher's stderr that are not the launcher's own: rank

@@ -74,12 +74,24 @@ std::optional<std::pair<std::string, std::string>> parseExceptionLine(std::strin
   return std::make_pair(type, std::string(trim(msg)));
 }
 
-// A logging record such as "ERROR:torch.distributed...:" or "WARNING:root:" ends a message.
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
+
+// A logging record ends a message: Python's default format ("ERROR:torch.distributed...:",
+// "WARNING:root:", torch 1.13's launcher) or the glog format torch 2.x's
+// launcher and c10 use ("E1201 21:06:32.664000 6290 torch/...] failed",
+// "[W1201 21:06:32.664 ProcessGroupNCCL.cpp:1496] Warning: ...").
 bool isLogRecord(std::string_view line) {
   for (std::string_view lvl : {"DEBUG:", "INFO:", "WARNING:", "ERROR:", "CRITICAL:"}) {
     if (startsWith(line, lvl)) return true;
   }
-  return false;
+  if (!line.empty() && line.front() == '[') line.remove_prefix(1);
+  // [IWEF]MMDD HH:MM:SS
+  if (line.size() < 14 || std::string_view("IWEF").find(line[0]) == std::string_view::npos) return false;
+  static constexpr size_t kDigits[] = {1, 2, 3, 4, 6, 7, 9, 10, 12, 13};
+  for (size_t i : kDigits) {
+    if (!isDigit(line[i])) return false;
+  }
+  return line[5] == ' ' && line[8] == ':' && line[11] == ':';
 }
 
 }  // namespace

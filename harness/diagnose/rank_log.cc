@@ -12,6 +12,8 @@
 namespace faultline::diagnose {
 namespace {
 
+constexpr std::string_view kPgNotDestroyed = "destroy_process_group() was not called";
+
 void classify(Evidence& e) {
   if (auto c = classifyCollateral(e.type + ": " + e.message)) {
     e.collateral = true;
@@ -58,7 +60,11 @@ Evidence evidenceFromChain(const PyChain& chain) {
 
 RankLog scanRankLog(std::string_view text) {
   RankLog out;
-  const std::vector<std::string_view> lines = splitLines(text);
+  // torch 2.x prefixes a rank's traceback lines with "[rank1]: " (and a
+  // --tee capture adds "[default1]:"); the parsers see the lines without them.
+  const std::vector<std::string_view> whole_lines = splitLines(text);  // to find a line by offset
+  std::vector<std::string_view> lines = whole_lines;
+  for (std::string_view& l : lines) l = stripRankPrefixes(l);
   const std::vector<PyChain> chains = parsePythonTracebacks(lines);
   std::vector<std::pair<size_t, size_t>> covered;  // line ranges inside tracebacks
   struct Found {
@@ -93,13 +99,13 @@ RankLog scanRankLog(std::string_view text) {
       if (!p) break;
       const size_t off = static_cast<size_t>(static_cast<const char*>(p) - base);
       // The line holding `off`: the last line starting at or before it.
-      auto it = std::upper_bound(lines.begin(), lines.end(), off, [&](size_t o, std::string_view l) {
+      auto it = std::upper_bound(whole_lines.begin(), whole_lines.end(), off, [&](size_t o, std::string_view l) {
         return o < static_cast<size_t>(l.data() - base);
       });
-      if (it != lines.begin()) {
-        const size_t li = static_cast<size_t>(it - lines.begin()) - 1;
+      if (it != whole_lines.begin()) {
+        const size_t li = static_cast<size_t>(it - whole_lines.begin()) - 1;
         hit_lines.push_back(li);
-        pos = static_cast<size_t>(lines[li].data() - base) + lines[li].size() + 1;  // next line
+        pos = static_cast<size_t>(whole_lines[li].data() - base) + whole_lines[li].size() + 1;  // next line
       } else {
         pos = off + 1;
       }
@@ -143,6 +149,14 @@ RankLog scanRankLog(std::string_view text) {
   }
   std::stable_sort(found.begin(), found.end(), [](const Found& a, const Found& b) { return a.line < b.line; });
   for (auto& f : found) out.errors.push_back(std::move(f.e));
+  if (const size_t w = text.find(kPgNotDestroyed); w != std::string_view::npos) {
+    for (std::string_view l : lines) {
+      if (l.data() <= text.data() + w && text.data() + w < l.data() + l.size()) {
+        out.pg_not_destroyed = std::string(trim(l));
+        break;
+      }
+    }
+  }
   // Stack dumps (SIGUSR1 faulthandler output goes to the rank's stderr).
   if (contains(text, "(most recent call first):")) out.stacks = parseStackDump(text);
   return out;

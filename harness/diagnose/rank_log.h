@@ -13,6 +13,10 @@ namespace faultline::diagnose {
 struct RankLog {
   std::vector<Evidence> errors;     // in order of appearance
   std::vector<StackThread> stacks;  // faulthandler dumps found in the text
+  // torch 2.x's "Warning: WARNING: destroy_process_group() was not called
+  // before program exit, which can leak resources" (ProcessGroupNCCL's
+  // destructor, on local rank 0 of a node; Gloo prints none), prefixes removed.
+  std::string pg_not_destroyed;
 };
 
 RankLog scanRankLog(std::string_view text);

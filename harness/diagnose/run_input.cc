@@ -62,6 +62,7 @@ void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
     r.errors.push_back(std::move(e));
   }
   for (StackThread& t : log.stacks) r.stacks.push_back(std::move(t));
+  if (r.pg_not_destroyed.empty()) r.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
   if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(*text, 4096));
 }
 
@@ -264,6 +265,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
   // The launcher: its stderr, torchrun's per-rank log files, spawn children.
   const fs::path ldir = root / "launcher";
   auto lerr = readTail((ldir / "stderr").string());
+  std::map<int, const PyChain*> pending_chains;  // into *in.launcher
   const fs::path attempt = lastAttemptDir(ldir / "logs");
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
@@ -272,7 +274,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
     if (attempt.empty()) {
       std::map<int, std::string> demuxed;
       for (std::string_view l : splitLines(*lerr)) {
-        if (auto p = splitRankPrefix(l)) demuxed[p->local_rank].append(p->text).push_back('\n');
+        if (auto p = splitRankPrefix(l)) demuxed[p->rank].append(p->text).push_back('\n');
       }
       for (auto& [r, text] : demuxed) {
         RankInput& ri = rankAt(r);
@@ -283,6 +285,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
           ri.errors.push_back(std::move(e));
         }
         for (StackThread& t : log.stacks) ri.stacks.push_back(std::move(t));
+        if (ri.pg_not_destroyed.empty()) ri.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
         if (ri.stderr_tail.empty()) ri.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
       }
     }
@@ -309,6 +312,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
       if (f.rank < 0) continue;
       RankInput& ri = rankAt(f.rank);
       ri.started = true;
+      if (f.chain) pending_chains[f.rank] = &*f.chain;
       if (!ri.pid && f.pid) ri.pid = f.pid;
       if (!ri.exit_known && (f.exit_code || f.signal)) {
         ri.exit_code = f.exit_code;
@@ -328,6 +332,18 @@ RunInput loadRun(const std::string& dir, const Report& report) {
     }
   }
 
+  // An error file's traceback quoted in the failure block is evidence only
+  // for a rank that has none of its own (its error file was not in reach).
+  for (const auto& [r, chain] : pending_chains) {
+    RankInput& ri = rankAt(r);
+    const bool has_own = !ri.errors.empty() ||
+                         std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                                     [](const Event& e) { return e.ev == "error"; });
+    if (has_own) continue;
+    Evidence e = evidenceFromChain(*chain);
+    e.origin = "launcher/stderr";
+    ri.errors.push_back(std::move(e));
+  }
   // Events: pids, the probe's error events, exit codes.
   for (auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {

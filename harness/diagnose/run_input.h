@@ -33,6 +33,7 @@ struct RankInput {
   std::vector<StackThread> stacks;  // stacks.txt and dumps in output
   EventLog events;
   std::string stderr_tail;
+  std::string pg_not_destroyed;  // torch 2.x's warning line, when the rank printed it
   std::vector<std::string> sources;  // which files were read, for the diagnosis text
 };
 

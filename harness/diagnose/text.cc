@@ -104,17 +104,36 @@ std::optional<PrefixedLine> splitRankPrefix(std::string_view line) {
   const size_t close = line.find("]:");
   if (close == std::string_view::npos || close > 64) return std::nullopt;
   std::string_view inner = line.substr(1, close - 1);
+  std::string_view rest = line.substr(close + 2);
   size_t d = inner.size();
   while (d > 0 && inner[d - 1] >= '0' && inner[d - 1] <= '9') --d;
-  if (d == inner.size() || d == 0) return std::nullopt;  // a role name, then digits
+  if (d == inner.size() || inner.size() - d > 6) return std::nullopt;  // a role name, then digits
   for (size_t i = 0; i < d; ++i) {
     const char c = inner[i];
     if (!(c == '_' || c == '-' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return std::nullopt;
   }
-  if (inner.size() - d > 6) return std::nullopt;
   int r = 0;
   for (size_t i = d; i < inner.size(); ++i) r = r * 10 + (inner[i] - '0');
-  return PrefixedLine{r, line.substr(close + 2)};
+  if (d == 0) {
+    // "[1]:" alone heads an entry of torchrun's failure block; with text after
+    // it, it is a "[${rank}]:" prefix template.
+    if (rest.empty()) return std::nullopt;
+    return PrefixedLine{r, PrefixKind::kRank, rest};
+  }
+  if (inner.substr(0, d) == "rank") {
+    if (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    return PrefixedLine{r, PrefixKind::kRank, rest};
+  }
+  return PrefixedLine{r, PrefixKind::kRole, rest};
+}
+
+std::string_view stripRankPrefixes(std::string_view line) {
+  for (int i = 0; i < 4; ++i) {  // tee, then the rank's own; a few at most
+    auto p = splitRankPrefix(line);
+    if (!p) break;
+    line = p->text;
+  }
+  return line;
 }
 
 std::string stripAnsi(std::string_view s) {

@@ -30,13 +30,25 @@ std::string_view trim(std::string_view s);
 bool startsWith(std::string_view s, std::string_view prefix);
 bool contains(std::string_view s, std::string_view needle);
 
-// "[default1]:text" (torchrun --tee: role name + local rank) -> {1, "text"}.
+// Prefixes launchers and torch put on a rank's lines:
+//   "[default1]:text"  torchrun --tee / local_ranks_filter (role name + local rank), both 1.13 and 2.x
+//   "[rank1]: text"    torch 2.x: the excepthook init_process_group installs, and
+//   "[rank1]:[W1201 ...] ..." c10's log prefix once the rank is known (global rank)
+//   "[1]:text"         TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" (global rank)
 // "[1]:" alone is no prefix: torchrun's failure blocks use it.
+enum class PrefixKind {
+  kRole,  // [<role><local rank>]:
+  kRank,  // [rank<rank>]: or [<rank>]:
+};
 struct PrefixedLine {
-  int local_rank = -1;
-  std::string_view text;
+  int rank = -1;  // local rank for kRole, global rank for kRank
+  PrefixKind kind = PrefixKind::kRole;
+  std::string_view text;  // after the prefix (and the one space "[rankN]: " adds)
 };
 std::optional<PrefixedLine> splitRankPrefix(std::string_view line);
+// The line without any of those prefixes, nested ones too
+// ("[default1]:[rank1]: Traceback" -> "Traceback"); a suffix of `line`.
+std::string_view stripRankPrefixes(std::string_view line);
 
 // Strips ANSI colour escapes (some loggers colour their output).
 std::string stripAnsi(std::string_view s);

@@ -34,13 +34,40 @@ TEST(Text, SplitLinesHandlesCrLfAndNoFinalNewline) {
 TEST(Text, RankPrefix) {
   auto p = splitRankPrefix("[default1]:Traceback (most recent call last):");
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->local_rank, 1);
+  EXPECT_EQ(p->rank, 1);
+  EXPECT_EQ(p->kind, PrefixKind::kRole);
   EXPECT_EQ(p->text, "Traceback (most recent call last):");
-  EXPECT_EQ(splitRankPrefix("[trainer12]:x")->local_rank, 12);
+  EXPECT_EQ(splitRankPrefix("[trainer12]:x")->rank, 12);
+  EXPECT_EQ(splitRankPrefix("[default0]:  File \"x.py\", line 1")->text, "  File \"x.py\", line 1");
   EXPECT_FALSE(splitRankPrefix("[1]:"));  // torchrun's failure entries, not a rank prefix
   EXPECT_FALSE(splitRankPrefix("[./gloo/transport/tcp/pair.cc:598] Connection closed"));
+  EXPECT_FALSE(splitRankPrefix("[W1201 21:06:32.664 ProcessGroupNCCL.cpp:1496] Warning: x"));
   EXPECT_FALSE(splitRankPrefix("no prefix"));
   EXPECT_FALSE(splitRankPrefix("[default]:x"));
+}
+
+TEST(Text, Torch2RankPrefixes) {
+  // torch 2.x's excepthook: "[rank1]: " + the line, global rank.
+  auto p = splitRankPrefix("[rank1]:   File \"/app/train.py\", line 18, in main");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->rank, 1);
+  EXPECT_EQ(p->kind, PrefixKind::kRank);
+  EXPECT_EQ(p->text, "  File \"/app/train.py\", line 18, in main");
+  // c10's log prefix has no space.
+  EXPECT_EQ(splitRankPrefix("[rank0]:[W604 08:55:15.856186408 ProcessGroupNCCL.cpp:1496] Warning: x")->text,
+            "[W604 08:55:15.856186408 ProcessGroupNCCL.cpp:1496] Warning: x");
+  // TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="[${rank}]:" puts text after "[N]:".
+  auto t = splitRankPrefix("[3]:hello");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->kind, PrefixKind::kRank);
+  // --tee and the excepthook together, as on torchrun 2.13's console.
+  EXPECT_EQ(stripRankPrefixes("[default1]:[rank1]: NameError: name 'c' is not defined"),
+            "NameError: name 'c' is not defined");
+  EXPECT_EQ(stripRankPrefixes("[default1]:[rank1]:     b = c"), "    b = c");
+  EXPECT_EQ(stripRankPrefixes("plain line"), "plain line");
+  EXPECT_EQ(stripRankPrefixes("[1]:"), "[1]:");
+  EXPECT_EQ(stripRankPrefixes(""), "");
 }
 
 TEST(Text, ReadTailCutsAtLineStart) {

@@ -69,7 +69,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)dx::classifyCollateral(l);
     (void)dx::spawnProcessIndex(l);
     if (auto p = dx::splitRankPrefix(l)) {
-      check(p->local_rank >= 0, "a rank prefix has a negative rank");
+      check(p->rank >= 0, "a rank prefix has a negative rank");
       check(p->text.data() >= l.data() && p->text.data() + p->text.size() == l.data() + l.size(),
             "a rank prefix's text is not the rest of its line");
     }
