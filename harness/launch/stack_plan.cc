@@ -63,6 +63,10 @@ bool admits(const std::string& entry, const StackName& name, const std::string& 
 
 }  // namespace
 
+std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
+  return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
+}
+
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, const Tools& tools,
                     const std::string& out_dir, int master_port, const std::string& base_dir) {
   StackPlan plan;
@@ -137,11 +141,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
       return plan;
     }
     l.kind = LauncherKind::kExternal;
-    // Debian's torchrun 1.13 on Python 3.11 crashes in option parsing with its
-    // default --redirects/--tee (and with 0 or 3); 2/2 works on every version
-    // and keeps per-rank stderr logs, which are rank evidence.
-    std::vector<std::string> flags = s.stack.launcher_args.value_or(
-        std::vector<std::string>{"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"});
+    std::vector<std::string> flags = s.stack.launcher_args.value_or(elasticLogFlags(out_dir));
     std::vector<std::string> cmd = {torch->torchrun, "--nproc_per_node=" + world, "--master_port=" + port};
     cmd = concat(cmd, flags);
     if (python_trainer) {
@@ -162,7 +162,8 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     l.kind = LauncherKind::kExternal;
     std::vector<std::string> cmd = {torch->python, "-m", "torch.distributed.launch", "--use_env",
                                     "--nproc_per_node=" + world, "--master_port=" + port};
-    cmd = concat(cmd, s.stack.launcher_args.value_or(std::vector<std::string>{}));
+    // launch parses torchrun's options (1.13's launch crashes on the same defaults).
+    cmd = concat(cmd, s.stack.launcher_args.value_or(elasticLogFlags(out_dir)));
     l.command = concat(cmd, std::vector<std::string>(trainer.begin() + 1, trainer.end()));
   } else if (name.launcher == "spawn" || name.launcher == "external") {
     if (reference) {

@@ -35,6 +35,13 @@ struct StackPlan {
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack, const Tools& tools,
                     const std::string& out_dir, int master_port, const std::string& base_dir);
 
+// The flags faultline gives torchrun and torch.distributed.launch unless a
+// scenario's launcher_args replace them: torch 1.13's elastic agent on Python
+// 3.11 crashes in option parsing with its default --redirects/--tee (and with
+// 0 or 3); 2/2 works on every version and keeps per-rank stderr logs in
+// OUT/launcher/logs, which are rank evidence.
+std::vector<std::string> elasticLogFlags(const std::string& out_dir);
+
 // The reference trainer's arguments for the scenario's fault (--fault ...).
 std::vector<std::string> faultArgs(const scenario::Scenario& s);
 

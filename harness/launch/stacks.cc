@@ -1,11 +1,16 @@
 // Stack names, and the check that each stack's launcher starts.
 #include "harness/launch/stacks.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
+#include "harness/launch/stack_plan.h"
 #include "harness/model/torch_version.h"
 
 namespace faultline::launch {
@@ -64,6 +69,13 @@ Result<StackName> parseStackName(const std::string& text) {
 std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check) {
   std::vector<AvailableStack> out;
   std::vector<Check> checks;
+  // Where the checks' jobs put their logs (the --log_dir of a real run).
+  std::string scratch;
+  if (check) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/faultline-stacks-XXXXXX";
+    if (::mkdtemp(tmpl.data())) scratch = tmpl;
+  }
   for (const auto& t : installs) {
     const std::string v = "@" + t.series;
     if (!t.usable()) {
@@ -81,12 +93,23 @@ std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& ins
     }
     out.push_back(builtin);
     out.push_back({"torchrun" + v, t.version, t.torchrun, t.torchrun.empty() ? "no torchrun beside " + t.python : ""});
-    if (!t.torchrun.empty()) checks.push_back({out.size() - 1, {t.torchrun, "--help"}, "torchrun --help"});
+    // A one-rank job with the flags a run gets: --help alone passes where the
+    // default --redirects/--tee crash (torch 1.13 on Python 3.11).
+    auto job = [&](std::vector<std::string> launcher, const std::string& logs) {
+      auto port = findFreePort();
+      launcher.insert(launcher.end(), {"--nproc_per_node=1", "--master_port=" + std::to_string(port ? *port : 29500)});
+      for (auto& f : elasticLogFlags(logs)) launcher.push_back(f);
+      launcher.insert(launcher.end(), {"--no_python", "/bin/true"});
+      return launcher;
+    };
+    if (!t.torchrun.empty()) {
+      checks.push_back({out.size() - 1, job({t.torchrun}, scratch + "/torchrun" + v), "a one-rank torchrun job"});
+    }
     out.push_back({"launch" + v, t.version, t.python + " -m torch.distributed.launch",
                    t.has_launch ? "" : "torch " + t.version + " no longer ships torch.distributed.launch"});
     if (t.has_launch) {
-      checks.push_back({out.size() - 1, {t.python, "-m", "torch.distributed.launch", "--help"},
-                        "python -m torch.distributed.launch --help"});
+      checks.push_back({out.size() - 1, job({t.python, "-m", "torch.distributed.launch", "--use_env"}, scratch + "/launch" + v),
+                        "a one-rank torch.distributed.launch job"});
     }
     out.push_back({"spawn" + v, t.version, t.python + " (torch.multiprocessing.spawn)", ""});
     checks.push_back({out.size() - 1, {t.python, "-c", "import torch.multiprocessing as m, torch.distributed as d; m.spawn; assert d.is_available()"},
@@ -94,6 +117,10 @@ std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& ins
   }
   out.push_back({"external", "", "the scenario's own command", ""});
   if (!check) return out;
+  if (scratch.empty()) {
+    for (const auto& c : checks) out[c.index].problem = "cannot make a scratch directory for the check";
+    return out;
+  }
   const auto env = toEnvStrings(currentEnvironment());
   std::vector<std::future<Result<CommandResult>>> running;
   for (const auto& c : checks) {
@@ -103,6 +130,8 @@ std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& ins
     auto r = running[i].get();
     if (!r || !r->ok()) out[checks[i].index].problem = failureText(checks[i].what, r);
   }
+  std::error_code ec;
+  if (!scratch.empty()) std::filesystem::remove_all(scratch, ec);
   return out;
 }
 

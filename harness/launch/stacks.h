@@ -32,9 +32,10 @@ struct AvailableStack {
 };
 
 // Every stack the installs give: builtin, torchrun, launch and spawn at each
-// version, newest first, then external. With `check`, each launcher is also
-// started once (`torchrun --help`, the launch module's --help, torch.multiprocessing
-// imported), in parallel: a stack that fails says how.
+// version, newest first, then external. With `check`, each launcher also runs
+// a one-rank job (/bin/true) with the flags faultline gives it, and spawn's
+// interpreter imports torch.multiprocessing and torch.distributed, all in
+// parallel: a stack that fails says how (the last line it printed).
 std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check);
 
 }  // namespace faultline::launch
