@@ -17,6 +17,7 @@ grace before SIGKILL, which reference trainer it ran), as used.
 """
 import json
 import os
+import random
 import time
 
 from benchlib.procs import Watched, children, stamp, schedstat_ns
@@ -42,11 +43,24 @@ def _fl_rank_pids(run_dir):
     return {r["pid"] for r in _load(os.path.join(run_dir, "supervisor.json"))["ranks"]}
 
 
+def crash_delays(t, reps, seed=1):
+    """When rank 1 fails in each repetition: 0.5 s, plus a random part as long
+    as the longest monitor interval. A launcher that polls sees a failure at a
+    random phase of its poll, as in real jobs; a fixed delay would fall at the
+    same phase every time (a 0.5 s delay under a 0.1 s poll lands just after a
+    tick, and torchrun 2.13 looked 10x faster than its median). The same delay
+    serves faultline and every torchrun in one repetition."""
+    longest = max([tr.info.get("monitor_interval_s") or 0 for tr in t.torchruns] + [0.1])
+    rng = random.Random(seed)
+    return [0.5 + rng.uniform(0, longest) for _ in range(reps)]
+
+
 def crash(t, reps):
-    """4 ranks; rank 1 exits 1 after 0.5 s, the others end on SIGTERM (cooperative)."""
-    argv = [t.hostile, "delay=0.5", "1=stamp-exit:1", "*=stamp-term:60"]
+    """4 ranks; rank 1 exits 1 after a delay (crash_delays), the others end on SIGTERM (cooperative)."""
     out = {"faultline": [], **{tr.name: [] for tr in t.torchruns}, "torchruns": _torchruns(t)}
+    out["delays_s"] = crash_delays(t, reps)
     for i in range(reps):
+        argv = [t.hostile, "delay=%.4f" % out["delays_s"][i], "1=stamp-exit:1", "*=stamp-term:60"]
         d = t.work(f"fl-crash-{i}")
         w = Watched([t.faultline, "exec", "--nproc", "4", "--grace", "3", "-o", d, "--"] + argv, reap_poll=True,
                     sample_every=None, slow_every=None)

@@ -8,14 +8,10 @@
 namespace faultline::supervise {
 
 void LeakCheck::note(const std::vector<pid_t>& pids) {
-  if (pids.empty()) return;
-  const auto listening = listeningTcpSockets();
   for (pid_t p : pids) {
     const HeldResources held = heldResourcesOf(p);
     shm_.insert(held.shm.begin(), held.shm.end());
-    for (unsigned long inode : held.sockets) {
-      if (auto it = listening.find(inode); it != listening.end()) ports_[inode] = it->second;
-    }
+    sockets_.insert(held.sockets.begin(), held.sockets.end());
   }
 }
 
@@ -26,10 +22,12 @@ std::vector<std::string> LeakCheck::leaks(const std::vector<pid_t>& survivors) c
     struct stat st{};
     if (::stat(path.c_str(), &st) == 0) out.push_back("shm:" + path + " (left behind)");
   }
-  if (!ports_.empty()) {
+  if (!sockets_.empty()) {
     const auto listening = listeningTcpSockets();
-    for (const auto& [inode, port] : ports_) {
-      if (!listening.count(inode)) continue;
+    for (unsigned long inode : sockets_) {
+      const auto it = listening.find(inode);
+      if (it == listening.end()) continue;
+      const int port = it->second;
       std::string holder;
       for (pid_t p : survivors) {
         if (socketInodesOf(p).count(inode)) holder = " (held by pid " + std::to_string(p) + ")";
