@@ -2,7 +2,6 @@
 // --no_python, faultline, or a shell loop that sets the torchrun environment.
 #include <cstdio>
 #include <cstdlib>
-#include <exception>
 #include <string>
 #include <vector>
 
@@ -34,14 +33,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-trainer: error: %s\n", ok.error().c_str());
     return 2;
   }
-  try {
-    const int code = runTraining(*options, *env);
-    fl_probe_exit(code);
-    return code;
-  } catch (...) {
-    // The stack has unwound, so the process group is already destroyed.
-    // Rethrowing an exception nobody catches calls std::terminate, which
-    // prints the type and what() and aborts, as an uncaught exception does.
-    throw;
-  }
+  // No handler around the training: an exception nobody catches reaches
+  // std::terminate without unwinding, as in any LibTorch program, which prints
+  // its type and what() and aborts with the process group still up. Caught
+  // and rethrown here, the unwinding destroyed the process group first: under
+  // LibTorch 2.x the peers' Gloo threads then aborted on "Connection closed"
+  // before this rank had said why, and were the first failure seen.
+  const int code = runTraining(*options, *env);
+  fl_probe_exit(code);
+  return code;
 }
