@@ -1,11 +1,11 @@
 // Scenario x stack -> the command line to launch.
 #include "harness/launch/stack_plan.h"
 
-#include "harness/launch/stacks.h"
-#include "harness/model/torch_version.h"
-
 #include <algorithm>
 #include <filesystem>
+
+#include "harness/launch/stacks.h"
+#include "harness/model/torch_version.h"
 
 namespace faultline::launch {
 namespace {
