@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -122,6 +123,51 @@ TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
     ++checked;
   }
   EXPECT_GE(checked, 2) << "expected a torchrun of each installed torch";
+}
+
+// docs/failure-modes.md is generated (`faultline suite scenarios --catalog`)
+// and committed: it must have a row for every scenario of the catalog and a
+// column for every stack this machine drives. Timing cells may differ from run
+// to run; the rows and columns may not.
+TEST_F(StacksCli, FailureModeCatalogHasEveryScenarioAndEveryStack) {
+  const std::string doc = slurp(fs::path(FL_SOURCE_DIR) / "docs/failure-modes.md");
+  ASSERT_FALSE(doc.empty()) << "docs/failure-modes.md is missing";
+  std::set<std::string> columns, rows;
+  std::istringstream lines(doc);
+  bool in_matrix = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("| scenario | builtin", 0) == 0 || (line.rfind("| scenario |", 0) == 0 && line.find('@') != std::string::npos)) {
+      in_matrix = true;
+      std::istringstream cells(line);
+      for (std::string cell; std::getline(cells, cell, '|');) {
+        const auto b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+        if (b != std::string::npos) columns.insert(cell.substr(b, e - b + 1));
+      }
+      continue;
+    }
+    if (!in_matrix) continue;
+    if (line.rfind("|", 0) != 0) break;  // the matrix ends at its first non-table line
+    const auto end = line.find(" |", 2);
+    if (line.rfind("|---", 0) != 0 && end != std::string::npos) rows.insert(line.substr(2, end - 2));
+  }
+  ASSERT_FALSE(columns.empty()) << "no stack x scenario matrix in docs/failure-modes.md";
+  for (const auto& s : stacks()) {
+    const std::string name = s["stack"];
+    if (name == "external") continue;
+    EXPECT_TRUE(columns.count(name)) << "docs/failure-modes.md has no column " << name;
+  }
+  const fs::path list = dir_ / "list";
+  ASSERT_EQ(shell(std::string(FL_FAULTLINE) + " list " + FL_SOURCE_DIR + "/scenarios > " + list.string() + " 2>&1"), 0);
+  std::istringstream names(slurp(list));
+  int scenarios = 0;
+  for (std::string line; std::getline(names, line);) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (name.empty() || line.find(" scenarios") == line.size() - 10) continue;  // the closing count
+    ++scenarios;
+    EXPECT_TRUE(rows.count(name)) << "docs/failure-modes.md has no row for " << name
+                                  << " (regenerate: faultline suite scenarios --catalog docs/failure-modes.md)";
+  }
+  EXPECT_GE(scenarios, 20);
 }
 
 }  // namespace
