@@ -17,13 +17,19 @@ bool isPython(const std::string& program) {
   return name.rfind("python", 0) == 0;
 }
 
-// Arguments that name files relative to the scenario tree become absolute, so
-// a suite runs the same from any working directory.
+// Arguments that name files relative to the scenario file become absolute, so
+// a suite runs the same from any working directory: "python/train.py", and a
+// bare "train.py" when that file is beside the scenario (a bare word that is
+// no file there, "python3" or "10", is left alone).
 std::vector<std::string> resolvePaths(std::vector<std::string> args, const std::string& base_dir) {
+  std::error_code ec;
   for (auto& a : args) {
-    if (a.empty() || a[0] == '-' || a[0] == '/' || a.find('/') == std::string::npos) continue;
+    if (a.empty() || a[0] == '-' || a[0] == '/') continue;
     const fs::path candidate = fs::path(base_dir) / a;
-    if (!fs::exists(a) && fs::exists(candidate)) a = fs::absolute(candidate).lexically_normal().string();
+    const bool bare = a.find('/') == std::string::npos;
+    if (bare ? fs::is_regular_file(candidate, ec) : fs::exists(candidate, ec)) {
+      a = fs::absolute(candidate, ec).lexically_normal().string();
+    }
   }
   return args;
 }

@@ -5,7 +5,11 @@
 #include "harness/launch/stacks.h"
 #include "harness/model/torch_version.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -147,6 +151,22 @@ TEST(TorchVersion, SeriesOrderAndConstraints) {
   EXPECT_TRUE(satisfies("1.13.1", *parseVersionConstraint("1.13")));
   EXPECT_FALSE(parseVersionConstraint("~=2.1"));
   EXPECT_FALSE(parseVersionConstraint(">=two"));
+}
+
+// Regression: a bare `train.py` beside the scenario stayed relative, so a
+// suite run from another directory failed on every rank.
+TEST(StackPlan, CommandPathsResolveAgainstTheScenarioFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fl_plan_paths_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir / "python");
+  std::ofstream(dir / "train.py") << "pass\n";
+  std::ofstream(dir / "python" / "t.py") << "pass\n";
+  const auto s = parse("launcher = \"builtin\"\ntrainer = \"command\"\n"
+                       "command = [\"python3\", \"train.py\", \"python/t.py\", \"10\", \"--flag\"]");
+  auto plan = planStack(s, "builtin@2.13", twoTorches(), "/o", 1, dir.string());
+  ASSERT_FALSE(plan.unsupported) << *plan.unsupported;
+  EXPECT_EQ(plan.launch.command, (std::vector<std::string>{"/opt/t2/bin/python", (dir / "train.py").string(),
+                                                           (dir / "python" / "t.py").string(), "10", "--flag"}));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(StackPlan, ApplyEnvReplacesAndAdds) {
