@@ -42,7 +42,8 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
   if (r.expectations.empty()) {
     // An exec run: one case, failing when the stack failed or a finding was made.
     o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"run\" time=\"" << seconds << "\">\n";
-    if (r.verdict == Verdict::kError) {
+    if (r.verdict == Verdict::kError || r.verdict == Verdict::kUnresolved) {
+      // Nothing could be judged (harness failure, bad input, a crashed diagnosis): an error, as lit's UNRESOLVED.
       o << "      <error message=\"" << escapeXml(headline(r)) << "\"/>\n";
     } else if (r.verdict == Verdict::kUnsupported) {
       // A scenario that could not run on this stack: a skip, with the reason, never red.
@@ -81,7 +82,7 @@ Counts countCases(const Report& r) {
   if (r.expectations.empty()) {
     c.tests = 1;
     c.skipped = r.verdict == Verdict::kUnsupported;
-    c.errors = r.verdict == Verdict::kError;
+    c.errors = r.verdict == Verdict::kError || r.verdict == Verdict::kUnresolved;
     c.failures = !c.errors && verdictIsFailure(r.verdict);
     return c;
   }
@@ -139,6 +140,9 @@ std::string headline(const Report& r) {
   }
   if (r.verdict == Verdict::kError && r.extra.contains("harness_error") && r.extra["harness_error"].is_string()) {
     return "harness error: " + r.extra["harness_error"].get<std::string>();
+  }
+  if (r.verdict == Verdict::kUnresolved && r.extra.contains("bad_input") && r.extra["bad_input"].is_string()) {
+    return "unresolved: " + r.extra["bad_input"].get<std::string>();
   }
   if (r.root_cause) return firstLine(r.root_cause->summary);
   if (!r.findings.empty()) return kindName(r.findings[0].kind) + ": " + firstLine(r.findings[0].summary);

@@ -59,8 +59,8 @@ int exitStatusFor(const std::vector<Verdict>& verdicts) {
   return harness_failed ? 3 : failed ? 1 : 0;
 }
 
-std::string runDirName(const scenario::Scenario& s, const std::string& stack) {
-  return stack.empty() ? s.name : s.name + "--" + stack;
+std::string runDirName(const std::string& scenario, const std::string& stack) {
+  return stack.empty() ? scenario : scenario + "--" + stack;
 }
 
 std::string fmtSeconds(int64_t ms) {
@@ -176,7 +176,7 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
   }
   std::vector<Verdict> verdicts;
   for (const auto& s : *loaded) {
-    const std::string dir = loaded->size() == 1 ? opts.out_dir : opts.out_dir + "/" + runDirName(s, opts.stack);
+    const std::string dir = loaded->size() == 1 ? opts.out_dir : opts.out_dir + "/" + runDirName(s.name, opts.stack);
     Report r = runScenario(s, opts, dir, err);
     verdicts.push_back(r.verdict);
     out << verdictName(r.verdict) << "  " << s.name << " (" << r.stack.launcher << ")  " << reports::headline(r)
@@ -264,18 +264,22 @@ pid_t startJob(const SuiteOptions& o, const Job& job) {
 int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   if (!o.catalog.empty()) return catalogCommand(o, out, err);
   const auto t0 = Clock::now();
-  auto loaded = scenario::loadScenarios(o.paths);
-  if (!loaded) {
-    err << "faultline suite: " << loaded.error().message << "\n";
+  auto catalog = scenario::loadCatalog(o.paths);
+  if (!catalog) {
+    err << "faultline suite: " << catalog.error().message << "\n";
     return 2;
   }
+  // A file that does not parse is that scenario unresolved, with its
+  // file:line:col; the rest of the suite runs (`faultline run FILE` exits 2).
+  for (const auto& bad : catalog->bad) err << "faultline suite: " << bad.error.message << "\n";
+  const auto* loaded = &catalog->scenarios;
   std::vector<const scenario::Scenario*> selected;
   for (const auto& s : *loaded) {
     bool take = o.tags.empty();
     for (const auto& t : o.tags) take = take || s.hasTag(t);
     if (take) selected.push_back(&s);
   }
-  if (selected.empty()) {
+  if (selected.empty() && catalog->bad.empty()) {
     err << "faultline suite: no scenario matches the given paths and tags\n";
     return 2;
   }
@@ -286,7 +290,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   }
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Job> pending, running;
-  for (const auto* s : selected) pending.push_back(Job{s, root + "/" + runDirName(*s, o.run.stack), -1, {}});
+  for (const auto* s : selected) pending.push_back(Job{s, root + "/" + runDirName(s->name, o.run.stack), -1, {}});
   std::reverse(pending.begin(), pending.end());
   reports::Suite suite;
   std::map<std::string, size_t> order;
@@ -359,6 +363,20 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     }
   }
   sigprocmask(SIG_UNBLOCK, &chld, nullptr);
+  for (const auto& bad : catalog->bad) {
+    reports::SuiteEntry entry;
+    entry.name = fs::path(bad.file).stem().string();
+    entry.run_dir = runDirName(entry.name, o.run.stack);
+    entry.stack = o.run.stack;
+    entry.report.verdict = Verdict::kUnresolved;
+    entry.report.scenario = ScenarioRef{entry.name, bad.file};
+    entry.report.stack.launcher = o.run.stack;
+    entry.report.extra["bad_input"] = bad.error.message;
+    const std::string dir = root + "/" + entry.run_dir;
+    if (auto made = launch::makeDirs(dir); made) finish(entry.report, dir, err);
+    out << "[bad] " << std::left << std::setw(12) << "unresolved" << reports::headline(entry.report) << "\n";
+    suite.entries.push_back(std::move(entry));
+  }
   suite.wall_ms = msSince(t0);
   if (auto w = reports::renderSuite(suite, root); !w) err << "faultline suite: " << w.error().str() << "\n";
 

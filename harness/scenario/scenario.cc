@@ -478,7 +478,7 @@ Result<Scenario> parseScenarioFile(const std::string& path) {
   return parseScenarioText(ss.str(), path);
 }
 
-Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& paths) {
+Result<Catalog> loadCatalog(const std::vector<std::string>& paths) {
   std::vector<std::string> files;
   for (const auto& p : paths) {
     std::error_code ec;
@@ -493,17 +493,26 @@ Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& path
     }
   }
   std::sort(files.begin(), files.end());
-  std::vector<Scenario> out;
+  Catalog out;
   std::set<std::string> names;
   for (const auto& f : files) {
     auto s = parseScenarioFile(f);
-    if (!s) return tl::unexpected(s.error());
-    if (!names.insert(s->name).second) {
-      return fail(ErrorCode::kBadInput, f + ":1:1: duplicate scenario name '" + s->name + "'", f);
+    if (!s) {
+      out.bad.push_back({f, s.error()});
+    } else if (!names.insert(s->name).second) {
+      out.bad.push_back({f, Error{ErrorCode::kBadInput, f + ":1:1: duplicate scenario name '" + s->name + "'", f}});
+    } else {
+      out.scenarios.push_back(std::move(*s));
     }
-    out.push_back(std::move(*s));
   }
   return out;
+}
+
+Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& paths) {
+  auto catalog = loadCatalog(paths);
+  if (!catalog) return tl::unexpected(catalog.error());
+  if (!catalog->bad.empty()) return tl::unexpected(catalog->bad.front().error);
+  return std::move(catalog->scenarios);
 }
 
 }  // namespace faultline::scenario

@@ -83,6 +83,19 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
 // Every *.toml under each path (a file is taken as is), sorted, parsed; the first error stops.
 Result<std::vector<Scenario>> loadScenarios(const std::vector<std::string>& paths);
 
+// The same, for a suite: a file that does not parse (or repeats a name) is
+// kept aside with its error, and the others load. Errors only for a path
+// that does not exist.
+struct BadScenarioFile {
+  std::string file;
+  Error error;  // message "file:line:col: what, expected ..."
+};
+struct Catalog {
+  std::vector<Scenario> scenarios;
+  std::vector<BadScenarioFile> bad;
+};
+Result<Catalog> loadCatalog(const std::vector<std::string>& paths);
+
 // Whether `path` names a field of report.json (CONTRACT.md section 4).
 bool isReportPath(const std::string& path);
 

@@ -158,6 +158,26 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
   EXPECT_NE(r.out.find("scenario"), std::string::npos);  // the summary table
 }
 
+// Regression: one bad scenario file stopped the whole suite with exit 2.
+TEST_F(ScenarioCli, ABadFileIsThatScenarioUnresolvedAndTheSuiteRuns) {
+  hostileScenario("good", "\"root_cause.rank\" = 1\n");
+  const fs::path bad = write("broken.toml", "name = \"broken\"\n[stack]\nworld_size = 0\n");
+  const fs::path out = dir_ / "suite";
+  auto r = faultline("suite " + dir_.string() + " -j 2 -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find(bad.string() + ":3:14: stack.world_size: 0 is out of range"), std::string::npos) << r.out;
+  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(suite["counts"]["pass"], 1);
+  EXPECT_EQ(suite["counts"]["unresolved"], 1);
+  auto broken = nlohmann::json::parse(slurp(out / "broken" / "report.json"));
+  EXPECT_EQ(broken["verdict"], "unresolved");
+  EXPECT_NE(broken["bad_input"].get<std::string>().find(":3:14: stack.world_size"), std::string::npos);
+  const std::string junit = slurp(out / "junit.xml");
+  EXPECT_NE(junit.find("<error message=\"unresolved: " + bad.string() + ":3:14"), std::string::npos) << junit;
+  // The file alone is still bad input.
+  EXPECT_EQ(faultline("run " + bad.string() + " -o " + (dir_ / "one").string(), dir_ / "log1").status, 2);
+}
+
 // The catalog to run: as written, or under `ci/test --sanitize` (every
 // process several times slower) a copy in `tmp` with each time limit and
 // each *_ms bound stretched by FAULTLINE_TEST_TIME_SCALE, so they keep their
