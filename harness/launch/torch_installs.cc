@@ -92,7 +92,14 @@ TorchInstall probe(const std::string& python, const std::string& trainer_dir) {
 
 std::vector<std::string> torchInterpreterCandidates() {
   if (const char* list = std::getenv("FAULTLINE_PYTHONS"); list && *list) return splitList(list, ':');
-  std::vector<std::string> out = {"/usr/bin/python3"};
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (fs::exists("/usr/bin/python3", ec)) out.emplace_back("/usr/bin/python3");
+  // The user's own python3 (a pip-installed torch), unless it is that one.
+  const char* path = std::getenv("PATH");
+  if (auto own = resolveExecutable("python3", path ? path : ""); own && *own != "/usr/bin/python3") {
+    out.push_back(*own);
+  }
   const char* opt_env = std::getenv("FAULTLINE_OPT");
   const std::string opt = opt_env && *opt_env ? opt_env : "/opt/faultline";
   glob_t g{};

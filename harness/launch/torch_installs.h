@@ -23,8 +23,9 @@ struct TorchInstall {
 };
 
 // Where to look: FAULTLINE_PYTHONS (':'-separated interpreters) when set, else
-// /usr/bin/python3 (Debian's torch) and every FAULTLINE_OPT/torch-*/bin/python
-// (FAULTLINE_OPT defaults to /opt/faultline, where ci/deps puts its venvs).
+// /usr/bin/python3 (Debian's torch), the python3 on PATH, and every
+// FAULTLINE_OPT/torch-*/bin/python (FAULTLINE_OPT defaults to /opt/faultline,
+// where ci/deps puts its venvs). Interpreters without torch drop out.
 std::vector<std::string> torchInterpreterCandidates();
 
 // Asks each interpreter where its torch is, without importing torch (about
