@@ -99,6 +99,10 @@ def activate(rank, spawned=False):
     _instrument.attempt("stacks.sigusr1", _register_stack_dump, rec.rank_dir)
     _instrument.attempt("errors.excepthook", _errors.install)
     _patch_torch()
+    if os.environ.get("FAULTLINE_FAULT"):
+        from . import _faults
+
+        _instrument.attempt("faults", _faults.arm, rank)
 
 
 def _activate_spawned(rank):

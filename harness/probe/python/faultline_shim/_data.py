@@ -22,7 +22,7 @@ indices are included when there are at most 4096.
 import atexit
 import functools
 
-from . import _instrument, _state
+from . import _faults, _instrument, _state
 
 _M64 = (1 << 64) - 1
 _source = None      # the followed sampler or DataLoader
@@ -193,6 +193,19 @@ def _follow_loader_pass(it, loader):
 _distributed_sampler = None
 
 
+def _unsharded(sampler):
+    """unsharded_data: the sampler's whole dataset on this rank, in the order
+    its seed and epoch give every rank (the sampler as good as absent)."""
+    import torch
+
+    n = len(sampler.dataset)
+    if getattr(sampler, "shuffle", False):
+        g = torch.Generator()
+        g.manual_seed(sampler.seed + sampler.epoch)
+        return iter(torch.randperm(n, generator=g).tolist())
+    return iter(range(n))
+
+
 def _patch_sampler(module):
     global _distributed_sampler
     cls = module.DistributedSampler
@@ -204,6 +217,8 @@ def _patch_sampler(module):
     @functools.wraps(orig)
     def __iter__(self):
         it = orig(self)
+        if _faults.armed and _faults.drops_sampler():
+            it = _unsharded(self)
         if _state.recorder is None or not _follows(self):
             return it
         global _epoch

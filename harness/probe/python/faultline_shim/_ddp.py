@@ -25,7 +25,7 @@ import hashlib
 import threading
 import weakref
 
-from . import _dist, _instrument, _state, _steps
+from . import _dist, _faults, _instrument, _state, _steps
 
 _pending = threading.local()  # .sync: (op fields) of the gradient sync the next backward does
 _grads = weakref.WeakKeyDictionary()  # DDP module -> (numel, dtype) of its gradients
@@ -74,10 +74,16 @@ def _wrap_backward(orig):
         try:
             key, numel, dtype, extra = sync
             seq, extra = _dist.numbered(key, extra)
-            rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra)
         except Exception as e:  # noqa: BLE001
             _instrument.broke("ddp.grad_allreduce", e)
             return orig(*args, **kwargs)
+        if key == 0 and _faults.armed:
+            action = _faults.at_collective("allreduce", seq)  # may raise, exit, stop or sleep: the fault
+            if action == "skip":
+                return None  # this rank's gradients never join the all-reduce
+            if action is not None:
+                return _dist.mismatched(action, "allreduce", None, seq, numel, dtype, extra)
+        rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra)
         result = orig(*args, **kwargs)  # raises: no collective_end (it never completed)
         rec.collective("collective_end", "allreduce", seq, numel, dtype, extra)
         return result
@@ -106,6 +112,8 @@ def _patch_init(DDP):
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
         rec = _state.recorder
+        if rec is not None and _faults.armed:
+            _faults.perturb_before_ddp(args[0] if args else kwargs["module"])
         if rec is not None:
             try:
                 module_arg = args[0] if args else kwargs["module"]
@@ -125,11 +133,14 @@ def _patch_forward(DDP):
 
     @functools.wraps(orig_forward)
     def forward(self, *args, **kwargs):
+        began = False
         if _state.recorder is not None:
             try:
-                _steps.on_ddp_forward(self)
+                began = _steps.on_ddp_forward(self)
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("ddp.forward", e)
+        if began and _faults.armed:
+            _faults.at_step(_steps.current_step())  # may raise, exit or stop here: the fault
         out = orig_forward(self, *args, **kwargs)
         if _state.recorder is not None:
             try:

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 
-from . import _instrument, _state
+from . import _faults, _instrument, _state
 
 # name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
 _COLLECTIVES = {
@@ -195,6 +195,51 @@ def end_when_done(rec, work, group, op, seq, numel, dtype, extra):
     return True
 
 
+class _SkippedWork:
+    """What an async collective left out by a fault returns: done at once."""
+
+    def wait(self, timeout=None):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def get_future(self):
+        import torch
+
+        f = torch.futures.Future()
+        f.set_result(None)
+        return f
+
+
+def mismatched(variant, op, group, seq, numel, dtype, extra):
+    """collective_mismatch: in place of this rank's call `op` at `seq`, the
+    same op with one element more (variant "size") or another op (variant
+    "op"), recorded as what it is, so the peers' calls at `seq` differ."""
+    import torch
+
+    rec = _state.recorder
+    dt = getattr(torch, dtype, torch.float32) if dtype else torch.float32
+    if variant == "size":
+        new_op, t = op, torch.zeros(numel + 1, dtype=dt)
+    else:
+        new_op, t = ("broadcast" if op != "broadcast" else "allreduce"), torch.zeros(max(numel, 1), dtype=dt)
+    rec.collective("collective_begin", new_op, seq, t.numel(), str(t.dtype).replace("torch.", ""), extra)
+    _local.busy = True
+    try:
+        if new_op == "broadcast":
+            _c10d.broadcast(t, src=0 if group is None else _c10d.get_global_rank(group, 0), group=group)
+        else:
+            # all_gather and the rest become an all-reduce of one more element
+            _c10d.all_reduce(t, group=group)
+    finally:
+        _local.busy = False
+    rec.collective("collective_end", new_op, seq, t.numel(), str(t.dtype).replace("torch.", ""), extra)
+
+
 def _wrap(orig, op, tensor_param, peer_param, name):
     # torch 2.x decorates these with c10d_logger's _exception_logger /
     # _time_logger (functools.wraps): the signature is the function's own.
@@ -230,6 +275,13 @@ def _wrap(orig, op, tensor_param, peer_param, name):
             _instrument.broke(name, e)
             return orig(*args, **kwargs)
         group = arg(args, kwargs, g_idx, "group")
+        if seq is not None and _faults.armed:
+            action = _faults.at_collective(op, seq)  # may raise, exit, stop or sleep: the fault
+            if action == "skip":
+                return _SkippedWork() if is_async else None
+            if action is not None:
+                mismatched(action, op, group, seq, numel, dtype, extra)
+                return _SkippedWork() if is_async else None
         if not is_async:
             rec.collective("collective_begin", op, seq, numel, dtype, extra)
         _local.busy = True
@@ -272,6 +324,12 @@ def _wrap_plain(orig, op, tensors_at, name):
         except Exception as e:  # noqa: BLE001
             _instrument.broke(name, e)
             return orig(*args, **kwargs)
+        if key == 0 and _faults.armed:
+            action = _faults.at_collective(op, seq)  # may raise, exit, stop or sleep: the fault
+            if action is not None:
+                if action != "skip":
+                    mismatched(action, "allreduce", None, seq, numel, dtype, extra)
+                return None
         rec.collective("collective_begin", op, seq, numel, dtype, extra)
         _local.busy = True
         try:

@@ -12,21 +12,29 @@ import functools
 from . import _data, _instrument, _state
 
 _open = False
-_step = 0
+_step = 1  # steps count from 1, as the reference trainer's do
+
+
+def current_step():
+    """The step under way, or the next one."""
+    return _step
 
 
 def on_ddp_forward(ddp):
+    """True when this forward begins a step."""
     global _open
     if _open or not ddp.training:
-        return
+        return False
     import torch
 
     if not torch.is_grad_enabled():
-        return
+        return False
     rec = _state.recorder
-    if rec is not None:
-        _open = True
-        rec.emit("step_begin", step=_step, epoch=_data.current_epoch())
+    if rec is None:
+        return False
+    _open = True
+    rec.emit("step_begin", step=_step, epoch=_data.current_epoch())
+    return True
 
 
 def on_optimizer_step():
