@@ -2,9 +2,12 @@
 """Step-time overhead of faultline's black-box instruments on a small DDP
 trainer: 2 ranks, Gloo on CPU, one intra-op thread each, launched directly
 (no harness in between) with and without the Python shim, the LD_PRELOAD
-interposer, and both, plus the cost of one recorded collective call.
+interposer, and both, plus the cost of one recorded collective call; and
+the shim with scripted faults armed that never fire ("armed": a fault at a
+step and one at the N-th call of an op, both past the run's end, so every
+step and collective goes through the fault checks), against the shim alone.
 
-    bench/shim_overhead.py BUILD_DIR [--reps 5] [--steps 300] [--json OUT.json]
+    bench/shim_overhead.py BUILD_DIR [--reps 5] [--steps 300] [--configs none,shim,armed] [--json OUT.json]
 
 Each rank trains an MLP through DDP with a DistributedSampler DataLoader and
 an explicit loss all-reduce per step (so every instrumented path runs: two
@@ -32,7 +35,9 @@ import sys
 import tempfile
 import time
 
-PYTHON = "/usr/bin/python3"  # the interpreter with torch
+PYTHON = os.environ.get("BENCH_PYTHON", "/usr/bin/python3")  # the interpreter with torch
+# Armed, never fired: checked at every step and every all_reduce call.
+ARMED_FAULTS = "sigkill:rank=0:step=999999999;exit:rank=0,1:op=allreduce:nth=999999999"
 
 SIZES = {"tiny": (32, 64, 32), "small": (64, 256, 64)}  # (features, hidden, batch)
 
@@ -124,14 +129,17 @@ def run_once(config, size, steps, shim_dir, preload, work):
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=port, BENCH_SIZE=size, BENCH_STEPS=str(steps), BENCH_OUT=out, OMP_NUM_THREADS="1")
-        for k in ("PYTHONPATH", "LD_PRELOAD", "FAULTLINE_EVENTS", "FAULTLINE_EVENTS_DIR", "FAULTLINE_RUN_DIR"):
+        for k in ("PYTHONPATH", "LD_PRELOAD", "FAULTLINE_EVENTS", "FAULTLINE_EVENTS_DIR", "FAULTLINE_RUN_DIR",
+                  "FAULTLINE_FAULT"):
             env.pop(k, None)
-        if config in ("shim", "both", "preload"):
+        if config == "armed":
+            env["FAULTLINE_FAULT"] = ARMED_FAULTS
+        if config in ("shim", "both", "preload", "armed"):
             # What the harness gives a rank (CONTRACT.md section 2), so the instruments record for real.
             env["FAULTLINE_RUN_DIR"] = events
             env["FAULTLINE_EVENTS"] = os.path.join(events, "ranks", str(rank), "events.jsonl")
             os.makedirs(os.path.dirname(env["FAULTLINE_EVENTS"]), exist_ok=True)
-        if config in ("shim", "both"):
+        if config in ("shim", "both", "armed"):
             env["PYTHONPATH"] = shim_dir
         if config in ("preload", "both"):
             env["LD_PRELOAD"] = preload
@@ -159,6 +167,7 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--sizes", default="call,tiny,small")
+    ap.add_argument("--configs", help="comma-separated, of none, shim, preload, both, armed (default: all but armed)")
     ap.add_argument("--json")
     args = ap.parse_args()
     shim_dir = os.path.join(args.build_dir, "harness/probe/python")
@@ -168,6 +177,10 @@ def main():
     configs = ["none", "shim"] + (["preload", "both"] if os.path.exists(preload) else [])
     if len(configs) == 2:
         print(f"note: {preload} is not built; measuring the shim only", file=sys.stderr)
+    if args.configs:
+        configs = args.configs.split(",")
+        if "none" not in configs:
+            sys.exit("--configs: 'none' is the baseline, include it")
     results = {size: {c: [] for c in configs} for size in args.sizes.split(",")}
     work = tempfile.mkdtemp(prefix="fl-shim-bench-")
     try:
@@ -207,6 +220,13 @@ def main():
             cpu_over = "-" if config == "none" else "%+.1f%%" % over["cpu_us"]
             print(f"| {size} | {config} | {row['median_us']:.1f} | {wall_over} | {row['cpu_us']:.1f} | {cpu_over} "
                   f"| {per_step:.1f} |")
+    for size, by_config in summary.items():
+        if "armed" in by_config and "shim" in by_config:
+            shim, armed = by_config["shim"], by_config["armed"]
+            armed["vs_shim_wall_pct"] = 100.0 * (armed["wall_us"] - shim["wall_us"]) / shim["wall_us"]
+            armed["vs_shim_cpu_pct"] = 100.0 * (armed["cpu_us"] - shim["cpu_us"]) / shim["cpu_us"]
+            print(f"armed faults against the shim alone, {size}: wall {armed['vs_shim_wall_pct']:+.1f}%, "
+                  f"CPU {armed['vs_shim_cpu_pct']:+.1f}%")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"steps": args.steps, "reps": args.reps, "results": summary}, f, indent=1)
