@@ -1,39 +1,52 @@
-# The reference trainer a second time, against a LibTorch 2.x (by default the
-# CPU wheel in the torch-2.13 venv that ci/deps creates). Two find_package(Torch)
-# of different versions cannot share one CMake project, so this is a sub-build
-# of this same source tree with FAULTLINE_TRAINER_ONLY (fl::probe and the
-# trainer) and the other LibTorch first on CMAKE_PREFIX_PATH; one
-# `cmake --build` of the top-level tree builds both.
+# The reference trainer again, against other LibTorch 2.x builds: the CPU
+# wheel in the torch-2.13 venv (variant "torch2"), and the CUDA wheel in the
+# cuda/torch-2.14 venv (variant "cuda": the NCCL path, compiled and linked on
+# every build, with or without a GPU). ci/deps creates both venvs. Two
+# find_package(Torch) of different versions cannot share one CMake project,
+# so each is a sub-build of this same source tree with FAULTLINE_TRAINER_ONLY
+# (fl::probe and the trainer) and its LibTorch first on CMAKE_PREFIX_PATH;
+# one `cmake --build` of the top-level tree builds them all.
 #
-# Where no LibTorch 2.x is found, the second trainer is skipped with a message
-# saying why, and its tests report themselves skipped with the same reason.
+# Where a variant's LibTorch is not found, it is skipped with a message saying
+# why, and its tests report themselves skipped with the same reason.
 #
 # Sets, in the scope that includes it (reference-trainer/) and its parent (the
 # top level, which adds tests/):
-#   FAULTLINE_TRAINER2_SUFFIX       torch<MAJOR>.<MINOR>, or torch2 when not built
-#   FAULTLINE_TRAINER2_BIN          build/reference-trainer/faultline-trainer-<suffix>
-#   FAULTLINE_TRAINER2_UNAVAILABLE  why it is not built; empty when it is
-#   FAULTLINE_TRAINER2_HAVE_NCCL    1 when that LibTorch has CUDA (libtorch_cuda), else 0
-#   FAULTLINE_TRAINER2_TORCHRUN     the torchrun of the same PyTorch, when there is one
+#   FAULTLINE_TRAINER_VARIANTS       the variants tried: torch2 cuda
+# and for each variant V of them:
+#   FAULTLINE_TRAINER_<V>_SUFFIX       torch<MAJOR>.<MINOR>[-cuda], or V when not built
+#   FAULTLINE_TRAINER_<V>_BIN          build/reference-trainer/faultline-trainer-<suffix>
+#   FAULTLINE_TRAINER_<V>_UNAVAILABLE  why it is not built; empty when it is
+#   FAULTLINE_TRAINER_<V>_HAVE_NCCL    1 when that LibTorch has CUDA (libtorch_cuda), else 0
+#   FAULTLINE_TRAINER_<V>_TORCHRUN     the torchrun of the same PyTorch, when there is one
+#   FAULTLINE_TRAINER_<V>_TARGET       the sub-build's target
+# (V upper-case: TORCH2, CUDA.)
 
-option(FAULTLINE_TRAINER_TORCH2 "Also build the reference trainer against a LibTorch 2.x" ON)
+option(FAULTLINE_TRAINER_TORCH2 "Also build the reference trainer against a LibTorch 2.x (CPU)" ON)
 set(FAULTLINE_TORCH2_PREFIX "" CACHE PATH
   "LibTorch 2.x for the second trainer: its install prefix (a libtorch/ or a wheel's torch/ folder) or the wheel's torch.utils.cmake_prefix_path; empty: ask the torch-2.13 venv's python")
+option(FAULTLINE_TRAINER_CUDA "Also build the reference trainer against a CUDA LibTorch 2.x (the NCCL path)" ON)
+set(FAULTLINE_CUDA_TORCH_PREFIX "" CACHE PATH
+  "CUDA LibTorch 2.x for the NCCL trainer, as FAULTLINE_TORCH2_PREFIX; empty: ask the cuda/torch-2.14 venv's python")
+set(FAULTLINE_CUDA_TOOLKIT "/usr/local/cuda" CACHE PATH "the CUDA toolkit the CUDA LibTorch's CMake config looks for (nvcc, cudart)")
+# Caffe2's cuda.cmake otherwise compiles and runs a program to ask the GPUs
+# present for their architecture, which fails on a machine without one. The
+# trainer has no kernels of its own; 9.0 is the H200 of the nightly GPU job.
+set(FAULTLINE_TORCH_CUDA_ARCH_LIST "9.0" CACHE STRING "TORCH_CUDA_ARCH_LIST for the CUDA trainer")
 
-# Sets <out_root> to the LibTorch install prefix, or <out_why> to why there is none.
-function(fl_find_torch2 out_root out_why)
+set(fl_opt "/opt/faultline")
+if(DEFINED ENV{FAULTLINE_OPT})
+  set(fl_opt "$ENV{FAULTLINE_OPT}")
+endif()
+
+# Sets <out_root> to the LibTorch install prefix, or <out_why> to why there is
+# none; <out_python> to the venv python asked, if one was.
+function(fl_find_torch2 prefix python out_root out_why out_python)
   set(${out_root} "" PARENT_SCOPE)
-  set(fl_python "" PARENT_SCOPE)
-  set(prefix "${FAULTLINE_TORCH2_PREFIX}")
+  set(${out_python} "" PARENT_SCOPE)
   if(NOT prefix)
-    # ci/deps puts its venvs in $FAULTLINE_OPT, /opt/faultline by default.
-    set(opt "/opt/faultline")
-    if(DEFINED ENV{FAULTLINE_OPT})
-      set(opt "$ENV{FAULTLINE_OPT}")
-    endif()
-    set(python "${opt}/torch-2.13/bin/python")
     if(NOT EXISTS "${python}")
-      set(${out_why} "no torch venv: ${python} does not exist (ci/deps creates it, or pass -DFAULTLINE_TORCH2_PREFIX=<LibTorch 2.x>)" PARENT_SCOPE)
+      set(${out_why} "no torch venv: ${python} does not exist (ci/deps creates it, or pass the LibTorch prefix)" PARENT_SCOPE)
       return()
     endif()
     execute_process(COMMAND "${python}" -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
@@ -44,7 +57,7 @@ function(fl_find_torch2 out_root out_why)
       set(${out_why} "${python} cannot import torch (${rc}): ${err}" PARENT_SCOPE)
       return()
     endif()
-    set(fl_python "${python}" PARENT_SCOPE)
+    set(${out_python} "${python}" PARENT_SCOPE)
   endif()
   # Either form names one install: <root>/share/cmake/Torch/TorchConfig.cmake.
   get_filename_component(prefix "${prefix}" ABSOLUTE)
@@ -70,97 +83,172 @@ function(fl_torch_version root out_version)
   set(${out_version} "${version}" PARENT_SCOPE)
 endfunction()
 
-set(fl_why "")
-set(fl_root "")
-if(NOT FAULTLINE_TRAINER_TORCH2)
-  set(fl_why "FAULTLINE_TRAINER_TORCH2 is OFF")
-else()
-  fl_find_torch2(fl_root fl_why)
-endif()
-set(fl_suffix torch2)
-if(fl_root)
-  fl_torch_version("${fl_root}" fl_version)
-  if(NOT fl_version MATCHES "^([0-9]+)\\.([0-9]+)")
-    set(fl_why "cannot read the version of the LibTorch in ${fl_root} from share/cmake/Torch/TorchConfigVersion.cmake")
-  elseif(NOT CMAKE_MATCH_1 EQUAL 2)
-    set(fl_why "the LibTorch in ${fl_root} is ${fl_version}, not 2.x")
-  elseif("torch${CMAKE_MATCH_1}.${CMAKE_MATCH_2}" STREQUAL FAULTLINE_TORCH_SUFFIX)
-    set(fl_why "the LibTorch in ${fl_root} is ${fl_version}, the version the main trainer is built against")
-  else()
-    set(fl_suffix "torch${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
-  endif()
-endif()
 # The wheel ships c10d's headers but not gloo's, which ProcessGroupGloo.hpp
 # includes. Gloo's own headers (Debian's libgloo-dev) serve for the types: only
 # pointers and shared_ptrs to gloo objects cross into the wheel's libtorch_cpu,
 # where gloo's code is. They go after LibTorch's include directories.
-find_path(FAULTLINE_GLOO_INCLUDE_DIR gloo/rendezvous/store.h DOC "gloo's headers, for the LibTorch 2.x trainer")
-if(NOT fl_why AND NOT FAULTLINE_GLOO_INCLUDE_DIR)
-  set(fl_why "gloo's headers (gloo/rendezvous/store.h, Debian's libgloo-dev) are missing; the LibTorch 2.x c10d headers include them")
-endif()
+find_path(FAULTLINE_GLOO_INCLUDE_DIR gloo/rendezvous/store.h DOC "gloo's headers, for the LibTorch 2.x trainers")
 
-set(FAULTLINE_TRAINER2_SUFFIX "${fl_suffix}")
-set(FAULTLINE_TRAINER2_BIN "${CMAKE_CURRENT_BINARY_DIR}/faultline-trainer-${fl_suffix}")
-# The reason travels in a test's ENVIRONMENT, a ;-list.
-string(REPLACE ";" "," FAULTLINE_TRAINER2_UNAVAILABLE "${fl_why}")
-set(FAULTLINE_TRAINER2_HAVE_NCCL 0)
-if(fl_root AND EXISTS "${fl_root}/lib/libtorch_cuda.so")
-  set(FAULTLINE_TRAINER2_HAVE_NCCL 1)
-endif()
-# A wheel's torchrun is in its venv's bin/, beside the python that found it
-# (site-packages/torch is <venv>/lib/pythonX.Y/site-packages/torch).
-set(FAULTLINE_TRAINER2_TORCHRUN "")
-if(fl_root)
-  set(fl_bin "${fl_root}/../../../../bin")
-  if(fl_python)
-    get_filename_component(fl_bin "${fl_python}" DIRECTORY)
+# The CUDA wheel's LibTorch against a CUDA toolkit that has only the compiler
+# and runtime (as /usr/local/cuda here): the CUDA libraries' headers and
+# nvrtc come from the wheel's own nvidia-* packages, beside torch/ in
+# site-packages (nvidia/cu13/{include,lib}, nvidia/nccl/include). Appends the
+# sub-build's cache arguments to <args>, or sets <out_why>.
+function(fl_cuda_args root args out_why)
+  get_filename_component(site "${root}/.." ABSOLUTE)
+  file(GLOB cu_dirs LIST_DIRECTORIES true "${site}/nvidia/cu[0-9]*")
+  list(SORT cu_dirs)
+  list(POP_BACK cu_dirs cu)
+  if(NOT cu OR NOT EXISTS "${cu}/include/cusparse.h")
+    set(${out_why} "the CUDA LibTorch in ${root} has no nvidia/cuNN/include/cusparse.h beside it (the nvidia-* wheels)" PARENT_SCOPE)
+    return()
   endif()
-  if(EXISTS "${fl_bin}/torchrun")
-    get_filename_component(FAULTLINE_TRAINER2_TORCHRUN "${fl_bin}/torchrun" ABSOLUTE)
+  file(GLOB nvrtc "${cu}/lib/libnvrtc.so.[0-9]*")
+  list(FILTER nvrtc EXCLUDE REGEX "builtins|alt")
+  if(NOT nvrtc)
+    set(${out_why} "no libnvrtc.so.N in ${cu}/lib" PARENT_SCOPE)
+    return()
   endif()
+  list(GET nvrtc 0 nvrtc)
+  if(NOT EXISTS "${FAULTLINE_CUDA_TOOLKIT}/bin/nvcc")
+    set(${out_why} "no CUDA toolkit: ${FAULTLINE_CUDA_TOOLKIT}/bin/nvcc does not exist (FAULTLINE_CUDA_TOOLKIT)" PARENT_SCOPE)
+    return()
+  endif()
+  set(includes "${cu}/include")
+  if(EXISTS "${site}/nvidia/nccl/include/nccl.h")
+    list(APPEND includes "${site}/nvidia/nccl/include")
+  endif()
+  string(REPLACE ";" "\\;" includes "${includes}")
+  set(${args} ${${args}}
+    -DCUDA_TOOLKIT_ROOT_DIR:PATH=${FAULTLINE_CUDA_TOOLKIT}
+    -DTORCH_CUDA_ARCH_LIST:STRING=${FAULTLINE_TORCH_CUDA_ARCH_LIST}
+    -DCUDA_nvrtc_LIBRARY:FILEPATH=${nvrtc}
+    "-DFAULTLINE_CUDA_INCLUDE_DIRS:STRING=${includes}" PARENT_SCOPE)
+endfunction()
+
+# fl_trainer_variant(<V> ENABLED <bool> PREFIX <prefix> PYTHON <venv python> [CUDA] [AFTER <target>])
+function(fl_trainer_variant v)
+  cmake_parse_arguments(ARG "CUDA" "ENABLED;PREFIX;PYTHON;AFTER" "" ${ARGN})
+  string(TOUPPER "${v}" V)
+  set(why "")
+  set(root "")
+  set(python "")
+  if(NOT ARG_ENABLED)
+    set(why "FAULTLINE_TRAINER_${V} is OFF")
+  else()
+    fl_find_torch2("${ARG_PREFIX}" "${ARG_PYTHON}" root why python)
+  endif()
+  set(suffix ${v})
+  set(nccl 0)
+  if(root AND EXISTS "${root}/lib/libtorch_cuda.so")
+    set(nccl 1)
+  endif()
+  if(root)
+    fl_torch_version("${root}" version)
+    if(NOT version MATCHES "^([0-9]+)\\.([0-9]+)")
+      set(why "cannot read the version of the LibTorch in ${root} from share/cmake/Torch/TorchConfigVersion.cmake")
+    elseif(NOT CMAKE_MATCH_1 EQUAL 2)
+      set(why "the LibTorch in ${root} is ${version}, not 2.x")
+    else()
+      set(suffix "torch${CMAKE_MATCH_1}.${CMAKE_MATCH_2}")
+      if(nccl)
+        string(APPEND suffix "-cuda")
+      endif()
+      if(suffix STREQUAL FAULTLINE_TORCH_SUFFIX)
+        set(why "the LibTorch in ${root} is ${version}, the version the main trainer is built against")
+      elseif(ARG_CUDA AND NOT nccl)
+        set(why "the LibTorch in ${root} has no CUDA (lib/libtorch_cuda.so)")
+      elseif(NOT ARG_CUDA AND nccl)
+        set(why "the LibTorch in ${root} is a CUDA build; the CPU variant wants a CPU one")
+      endif()
+    endif()
+  endif()
+  if(NOT why AND NOT FAULTLINE_GLOO_INCLUDE_DIR)
+    set(why "gloo's headers (gloo/rendezvous/store.h, Debian's libgloo-dev) are missing; the LibTorch 2.x c10d headers include them")
+  endif()
+  set(extra_args "")
+  if(NOT why AND ARG_CUDA)
+    fl_cuda_args("${root}" extra_args why)
+  endif()
+
+  set(bin "${CMAKE_CURRENT_BINARY_DIR}/faultline-trainer-${suffix}")
+  # The reason travels in a test's ENVIRONMENT, a ;-list.
+  string(REPLACE ";" "," why_env "${why}")
+  # A wheel's torchrun is in its venv's bin/, beside the python that found it
+  # (site-packages/torch is <venv>/lib/pythonX.Y/site-packages/torch).
+  set(torchrun "")
+  if(root)
+    set(venv_bin "${root}/../../../../bin")
+    if(python)
+      get_filename_component(venv_bin "${python}" DIRECTORY)
+    endif()
+    if(EXISTS "${venv_bin}/torchrun")
+      get_filename_component(torchrun "${venv_bin}/torchrun" ABSOLUTE)
+    endif()
+  endif()
+  set(target faultline-trainer-${v})
+  set(FAULTLINE_TRAINER_${V}_SUFFIX "${suffix}" PARENT_SCOPE)
+  set(FAULTLINE_TRAINER_${V}_BIN "${bin}" PARENT_SCOPE)
+  set(FAULTLINE_TRAINER_${V}_UNAVAILABLE "${why_env}" PARENT_SCOPE)
+  set(FAULTLINE_TRAINER_${V}_HAVE_NCCL "${nccl}" PARENT_SCOPE)
+  set(FAULTLINE_TRAINER_${V}_TORCHRUN "${torchrun}" PARENT_SCOPE)
+  set(FAULTLINE_TRAINER_${V}_TARGET "" PARENT_SCOPE)
+  if(why)
+    message(STATUS "Reference trainer variant ${v}: skipped: ${why}")
+    return()
+  endif()
+  message(STATUS "Reference trainer variant ${v}: faultline-trainer-${suffix} against LibTorch ${version} (${root}), a sub-build in ${CMAKE_CURRENT_BINARY_DIR}/${suffix}")
+
+  include(ExternalProject)
+  # CMAKE_PREFIX_PATH, not only Torch_DIR: TorchConfig.cmake finds libc10 with
+  # find_library(... PATHS <root>/lib), which searches the system directories
+  # (Debian's libc10.so) first unless <root> is on the prefix path.
+  set(args
+    -DCMAKE_BUILD_TYPE:STRING=${CMAKE_BUILD_TYPE}
+    -DCMAKE_C_COMPILER:FILEPATH=${CMAKE_C_COMPILER}
+    -DCMAKE_CXX_COMPILER:FILEPATH=${CMAKE_CXX_COMPILER}
+    -DCMAKE_EXPORT_COMPILE_COMMANDS:BOOL=ON
+    -DCMAKE_PREFIX_PATH:PATH=${root}
+    -DTorch_DIR:PATH=${root}/share/cmake/Torch
+    -DFAULTLINE_TRAINER_ONLY:BOOL=ON
+    -DFAULTLINE_TRAINER_EXPECT_SUFFIX:STRING=${suffix}
+    -DFAULTLINE_TRAINER_ALIAS_DIR:PATH=${CMAKE_CURRENT_BINARY_DIR}
+    -DFAULTLINE_GLOO_INCLUDE_DIR:PATH=${FAULTLINE_GLOO_INCLUDE_DIR}
+    -DFAULTLINE_WERROR:BOOL=${FAULTLINE_WERROR}
+    -DFAULTLINE_SANITIZE:STRING=${FAULTLINE_SANITIZE}
+    ${extra_args})
+  if(FAULTLINE_CCACHE)
+    list(APPEND args -DFAULTLINE_CCACHE:FILEPATH=${FAULTLINE_CCACHE})
+  endif()
+  ExternalProject_Add(${target}
+    SOURCE_DIR ${PROJECT_SOURCE_DIR}
+    BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR}/${suffix}
+    CMAKE_CACHE_ARGS ${args}
+    # The sub-build's own ninja decides what is out of date.
+    BUILD_ALWAYS ON
+    INSTALL_COMMAND ""
+    USES_TERMINAL_CONFIGURE ON
+    USES_TERMINAL_BUILD ON
+    BUILD_BYPRODUCTS ${bin})
+  # One after the other: the LibTorch translation units are the heaviest of
+  # the tree, and several at once do not fit a small machine.
+  add_dependencies(${target} ${ARG_AFTER})
+  set(FAULTLINE_TRAINER_${V}_TARGET "${target}" PARENT_SCOPE)
+endfunction()
+
+fl_trainer_variant(torch2 ENABLED ${FAULTLINE_TRAINER_TORCH2} PREFIX "${FAULTLINE_TORCH2_PREFIX}"
+  PYTHON "${fl_opt}/torch-2.13/bin/python" AFTER faultline-trainer)
+set(fl_after faultline-trainer)
+if(FAULTLINE_TRAINER_TORCH2_TARGET)
+  set(fl_after ${FAULTLINE_TRAINER_TORCH2_TARGET})
 endif()
-foreach(v FAULTLINE_TRAINER2_SUFFIX FAULTLINE_TRAINER2_BIN FAULTLINE_TRAINER2_UNAVAILABLE FAULTLINE_TRAINER2_HAVE_NCCL
-    FAULTLINE_TRAINER2_TORCHRUN)
-  set(${v} "${${v}}" PARENT_SCOPE)
+fl_trainer_variant(cuda ENABLED ${FAULTLINE_TRAINER_CUDA} PREFIX "${FAULTLINE_CUDA_TORCH_PREFIX}"
+  PYTHON "${fl_opt}/cuda/torch-2.14/bin/python" CUDA AFTER ${fl_after})
+
+set(FAULTLINE_TRAINER_VARIANTS torch2 cuda)
+set(FAULTLINE_TRAINER_VARIANTS ${FAULTLINE_TRAINER_VARIANTS} PARENT_SCOPE)
+foreach(v IN ITEMS TORCH2 CUDA)
+  foreach(field SUFFIX BIN UNAVAILABLE HAVE_NCCL TORCHRUN TARGET)
+    set(FAULTLINE_TRAINER_${v}_${field} "${FAULTLINE_TRAINER_${v}_${field}}" PARENT_SCOPE)
+  endforeach()
 endforeach()
-
-if(fl_why)
-  message(STATUS "Reference trainer against LibTorch 2.x: skipped: ${fl_why}")
-  return()
-endif()
-message(STATUS "Reference trainer against LibTorch 2.x: faultline-trainer-${fl_suffix} against LibTorch ${fl_version} (${fl_root}), a sub-build in ${CMAKE_CURRENT_BINARY_DIR}/${fl_suffix}")
-
-include(ExternalProject)
-# CMAKE_PREFIX_PATH, not only Torch_DIR: TorchConfig.cmake finds libc10 with
-# find_library(... PATHS <root>/lib), which searches the system directories
-# (Debian's libc10.so) first unless <root> is on the prefix path.
-set(fl_args
-  -DCMAKE_BUILD_TYPE:STRING=${CMAKE_BUILD_TYPE}
-  -DCMAKE_C_COMPILER:FILEPATH=${CMAKE_C_COMPILER}
-  -DCMAKE_CXX_COMPILER:FILEPATH=${CMAKE_CXX_COMPILER}
-  -DCMAKE_EXPORT_COMPILE_COMMANDS:BOOL=ON
-  -DCMAKE_PREFIX_PATH:PATH=${fl_root}
-  -DTorch_DIR:PATH=${fl_root}/share/cmake/Torch
-  -DFAULTLINE_TRAINER_ONLY:BOOL=ON
-  -DFAULTLINE_TRAINER_EXPECT_SUFFIX:STRING=${fl_suffix}
-  -DFAULTLINE_TRAINER_ALIAS_DIR:PATH=${CMAKE_CURRENT_BINARY_DIR}
-  -DFAULTLINE_GLOO_INCLUDE_DIR:PATH=${FAULTLINE_GLOO_INCLUDE_DIR}
-  -DFAULTLINE_WERROR:BOOL=${FAULTLINE_WERROR}
-  -DFAULTLINE_SANITIZE:STRING=${FAULTLINE_SANITIZE})
-if(FAULTLINE_CCACHE)
-  list(APPEND fl_args -DFAULTLINE_CCACHE:FILEPATH=${FAULTLINE_CCACHE})
-endif()
-ExternalProject_Add(faultline-trainer-torch2
-  SOURCE_DIR ${PROJECT_SOURCE_DIR}
-  BINARY_DIR ${CMAKE_CURRENT_BINARY_DIR}/${fl_suffix}
-  CMAKE_CACHE_ARGS ${fl_args}
-  # The sub-build's own ninja decides what is out of date.
-  BUILD_ALWAYS ON
-  INSTALL_COMMAND ""
-  USES_TERMINAL_CONFIGURE ON
-  USES_TERMINAL_BUILD ON
-  BUILD_BYPRODUCTS ${FAULTLINE_TRAINER2_BIN})
-# After the main trainer: its two LibTorch translation units and the
-# sub-build's, the heaviest of the tree, then do not all compile at once on a
-# small machine.
-add_dependencies(faultline-trainer-torch2 faultline-trainer)

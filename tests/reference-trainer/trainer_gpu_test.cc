@@ -1,8 +1,11 @@
 // The NCCL path on a GPU machine: 2 ranks over ProcessGroupNCCL on CUDA.
-// Without a GPU (or a LibTorch without CUDA) it reports itself skipped, with the reason.
+// Without a GPU (or a LibTorch without CUDA, or fewer GPUs than ranks) it
+// reports itself skipped, with the reason.
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -13,21 +16,36 @@
 namespace faultline::testing {
 namespace {
 
-std::string whyNoGpu() {
+// GPUs nvidia-smi lists ("GPU 0: NVIDIA H200 (UUID: ...)"); 0 when it cannot run.
+int gpuCount() {
+  FILE* p = ::popen("nvidia-smi -L 2>/dev/null", "r");
+  if (!p) return 0;
+  int n = 0;
+  char line[512];
+  while (std::fgets(line, sizeof line, p)) n += std::strncmp(line, "GPU ", 4) == 0;
+  ::pclose(p);
+  return n;
+}
+
+// Why this machine cannot run `ranks` ranks on GPUs of their own; "" when it can.
+std::string whyNoGpu(int ranks) {
   // Set per trainer by CMake: whether the LibTorch it was built against has CUDA.
   const char* nccl = std::getenv("FAULTLINE_TEST_HAVE_NCCL");
-  if (!nccl || std::string(nccl) != "1") return "LibTorch was built without CUDA/NCCL";
+  if (!nccl || std::string(nccl) != "1") return "this trainer's LibTorch was built without CUDA/NCCL";
   if (::access("/dev/nvidia0", F_OK) != 0 && ::access("/dev/nvidiactl", F_OK) != 0) return "no NVIDIA GPU device";
-  if (std::system("nvidia-smi -L > /dev/null 2>&1") != 0) return "nvidia-smi finds no GPU";
+  const int gpus = gpuCount();
+  if (gpus == 0) return "nvidia-smi finds no GPU";
+  if (gpus < ranks) {
+    return std::to_string(gpus) + " GPU(s), the test needs " + std::to_string(ranks) + " (one per rank)";
+  }
   return "";
 }
 
-TEST(TrainerGpu, TwoRanksOverNccl) {
-  if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
-  if (auto why = whyNoGpu(); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
+void checkRunsOverNccl(int ranks) {
   LaunchOptions o;
+  o.world_size = ranks;
   o.args = {"--steps", "20", "--device", "cuda", "--backend", "nccl", "--fingerprint-every", "5"};
-  auto l = launchRanks("gpu", o);
+  auto l = launchRanks("gpu" + std::to_string(ranks), o);
   std::map<long, std::string> first;
   for (const auto& r : l.ranks) {
     ASSERT_TRUE(r.exitedWith(0)) << r.err;
@@ -38,6 +56,20 @@ TEST(TrainerGpu, TwoRanksOverNccl) {
     if (r.rank == 0) first = fp;
     EXPECT_EQ(fp, first);
   }
+}
+
+// One GPU is enough: a world of one over NCCL (communicator, collectives, teardown).
+TEST(TrainerGpu, OneRankOverNccl) {
+  if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = whyNoGpu(1); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
+  checkRunsOverNccl(1);
+}
+
+// Each rank takes cuda:LOCAL_RANK, so two ranks need two GPUs.
+TEST(TrainerGpu, TwoRanksOverNccl) {
+  if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = whyNoGpu(2); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
+  checkRunsOverNccl(2);
 }
 
 }  // namespace
