@@ -3,6 +3,7 @@
 // reports itself skipped, with the reason.
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -70,6 +71,29 @@ TEST(TrainerGpu, TwoRanksOverNccl) {
   if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
   if (auto why = whyNoGpu(2); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
   checkRunsOverNccl(2);
+}
+
+// Without a GPU, the NCCL path still runs as far as c10d's own
+// ProcessGroupNCCL, which refuses for want of a GPU: the proof that a CUDA
+// trainer has NCCL compiled in, on every build. A CPU trainer says it has none.
+TEST(TrainerGpu, NcclBackendIsCompiledInWhereLibTorchHasCuda) {
+  if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
+  if (gpuCount() > 0) GTEST_SKIP() << "a GPU is present: the runs over NCCL above check the path";
+  const char* nccl = std::getenv("FAULTLINE_TEST_HAVE_NCCL");
+  const bool cuda = nccl && std::string(nccl) == "1";
+  LaunchOptions o;
+  o.world_size = 1;
+  o.deadline = std::chrono::milliseconds(120000);
+  o.args = {"--steps", "2", "--device", cuda ? "cuda" : "cpu", "--backend", "nccl"};
+  auto l = launchRanks("nccl-compiled", o);
+  ASSERT_EQ(l.ranks.size(), 1u);
+  const auto& r = l.ranks[0];
+  EXPECT_FALSE(r.exitedWith(0));
+  if (cuda) {
+    EXPECT_NE(r.err.find("ProcessGroupNCCL is only supported with GPUs"), std::string::npos) << r.err;
+  } else {
+    EXPECT_NE(r.err.find("built without CUDA/NCCL"), std::string::npos) << r.err;
+  }
 }
 
 }  // namespace
