@@ -59,17 +59,32 @@ void checkRunsOverNccl(int ranks) {
   }
 }
 
+// A reason to skip, or "" to run. On the nightly GPU job
+// (FAULTLINE_GPU_REQUIRED=1) a CUDA trainer that finds no GPU at all is a
+// failure: the runner is broken, and a green skip would hide it. Too few GPUs
+// for the test, or a CPU-only trainer, still skip.
+std::string skipReason(int ranks) {
+  const std::string why = whyNoGpu(ranks);
+  const char* required = std::getenv("FAULTLINE_GPU_REQUIRED");
+  const char* nccl = std::getenv("FAULTLINE_TEST_HAVE_NCCL");
+  if (!why.empty() && required && std::string(required) == "1" && nccl && std::string(nccl) == "1" &&
+      !whyNoGpu(1).empty()) {
+    ADD_FAILURE() << "FAULTLINE_GPU_REQUIRED=1 but " << why;
+  }
+  return why;
+}
+
 // One GPU is enough: a world of one over NCCL (communicator, collectives, teardown).
 TEST(TrainerGpu, OneRankOverNccl) {
   if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
-  if (auto why = whyNoGpu(1); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
+  if (auto why = skipReason(1); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
   checkRunsOverNccl(1);
 }
 
 // Each rank takes cuda:LOCAL_RANK, so two ranks need two GPUs.
 TEST(TrainerGpu, TwoRanksOverNccl) {
   if (auto why = trainerUnavailable(); !why.empty()) GTEST_SKIP() << why;
-  if (auto why = whyNoGpu(2); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
+  if (auto why = skipReason(2); !why.empty()) GTEST_SKIP() << "unsupported: " << why;
   checkRunsOverNccl(2);
 }
 
