@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
@@ -106,6 +107,23 @@ TEST(ExecCli, FailingRankExitsOneWithStderrTail) {
   EXPECT_NE(report->ranks[1].stderr_tail.find("exiting with 3"), std::string::npos);
   EXPECT_EQ(report->ranks[0].signal, "SIGTERM");
   EXPECT_EQ(report->ranks[0].role, RankRole::kKilledByTeardown);
+}
+
+TEST(ExecCli, ExplainBuildsTheSameReportAsTheLiveRun) {
+  // explain takes the live run's path (supervisor.json, diagnosis, assembly):
+  // from the same run directory, the same report (on main it patched the
+  // stored report in place and lost nothing only by luck).
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "2", "--grace", "1", "-o", out, "--", hostilePath(), "1=exit:3", "*=sleep:60"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto e = runFaultline({"explain", out, "--json"}, dir / "explain");
+  EXPECT_EQ(exitStatus(e), 1) << readFile(dir / "explain");
+  const auto stored = nlohmann::json::parse(readFile(out + "/report.json"));
+  const auto again = nlohmann::json::parse(readFile(dir / "explain"));
+  EXPECT_EQ(again, stored) << again.dump(1);
 }
 
 TEST(ExecCli, BadUsageExitsTwoWithoutReport) {
