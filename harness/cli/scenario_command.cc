@@ -461,16 +461,12 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
     }
     stacks.emplace_back(stack, std::move(*suite));
   }
-  std::map<std::string, std::pair<int, const Report*>> ran;  // scenario -> (stacks it ran on, a report)
+  std::map<std::string, int> ran;  // scenario -> the stacks it ran on
   for (const auto& [stack, suite] : stacks) {
-    for (const auto& e : suite.entries) {
-      auto& [n, any] = ran[e.name];
-      if (e.report.verdict != Verdict::kUnsupported) ++n;
-      if (!any) any = &e.report;
-    }
+    for (const auto& e : suite.entries) ran[e.name] += e.report.verdict != Verdict::kUnsupported;
   }
-  for (const auto& [name, seen] : ran) {
-    if (seen.first > 0) continue;
+  for (const auto& [name, n] : ran) {
+    if (n > 0) continue;
     err << "faultline suite: warning: scenario " << name << " ran on no stack (unsupported on each of "
         << stacks.size() << "); nothing was checked\n";
     if (o.run.exit.strict) status = std::max(status, 1);

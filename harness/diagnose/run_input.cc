@@ -220,12 +220,14 @@ RunInput loadRun(const std::string& dir) {
     for (const auto& d : fs::directory_iterator(ranks_dir, ec)) {
       auto r = parseRankDir(d.path().filename().string());
       if (!r || !d.is_directory(ec)) continue;
+      // A directory whose name is not the rank's own spelling ("01") is no rank's.
+      if (d.path().filename().string() != std::to_string(*r)) continue;
       RankInput& ri = rankAt(*r);
-      addLog(ri, d.path() / "stderr", true);
-      addLog(ri, d.path() / "stdout", false);
-      addErrorFile(ri, d.path() / "error.json");
-      addStacks(ri, d.path() / "stacks.txt");
-      ri.events = readEvents((d.path() / "events.jsonl").string());
+      addLog(ri, layout.rankStderr(*r), true);
+      addLog(ri, layout.rankStdout(*r), false);
+      addErrorFile(ri, layout.rankErrorFile(*r));
+      addStacks(ri, layout.rankStacks(*r));
+      ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
