@@ -72,3 +72,45 @@ TEST(VerdictTable, SeveralRunsExitWithTheWorst) {
 
 }  // namespace
 }  // namespace faultline
+
+#include "harness/model/supervisor_record.h"
+
+namespace faultline {
+namespace {
+
+// supervisor.json carries what the report needs beside the facts; a record
+// written before those fields existed still reads.
+TEST(SupervisorRecordJson, TimelineNotesInterruptionAndInstrumentsRoundTrip) {
+  SupervisorRecord rec;
+  rec.command = {"/bin/true"};
+  rec.world_size = 1;
+  rec.timeline.push_back({1.5, 0, "started (pid 7)"});
+  rec.timeline.push_back({2.0, std::nullopt, "teardown clean in 0 ms"});
+  rec.notes = {"guardian pipe closed early"};
+  rec.interrupted = true;
+  rec.instruments = RunInstruments{"/shim", ""};
+  const nlohmann::json j = toJson(rec);
+  EXPECT_TRUE(j["instruments"]["preload"].is_null());
+  auto back = supervisorRecordFromJson(j);
+  ASSERT_TRUE(back) << back.error().str();
+  ASSERT_EQ(back->timeline.size(), 2u);
+  EXPECT_EQ(back->timeline[0].rank, 0);
+  EXPECT_FALSE(back->timeline[1].rank);
+  EXPECT_EQ(back->timeline[1].what, "teardown clean in 0 ms");
+  EXPECT_EQ(back->notes, rec.notes);
+  EXPECT_TRUE(back->interrupted);
+  ASSERT_TRUE(back->instruments);
+  EXPECT_EQ(back->instruments->python_shim, "/shim");
+  EXPECT_EQ(back->instruments->preload, "");
+
+  nlohmann::json old = j;
+  for (const char* k : {"timeline", "notes", "interrupted", "instruments"}) old.erase(k);
+  auto older = supervisorRecordFromJson(old);
+  ASSERT_TRUE(older) << older.error().str();
+  EXPECT_TRUE(older->timeline.empty());
+  EXPECT_FALSE(older->interrupted);
+  EXPECT_FALSE(older->instruments);
+}
+
+}  // namespace
+}  // namespace faultline
