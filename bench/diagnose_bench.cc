@@ -94,13 +94,12 @@ std::string makeRunDir() {
 void BM_Diagnose64Ranks10MB(benchmark::State& state) {
   const std::string dir = makeRunDir();
   for (auto _ : state) {
-    faultline::Report report;
-    auto ok = faultline::diagnose::diagnoseRun(dir, report);
-    if (!ok || !report.root_cause || report.root_cause->rank != 17) {
+    auto d = faultline::diagnose::diagnoseRun(dir);
+    if (!d || !d->root_cause || d->root_cause->rank != 17) {
       state.SkipWithError("wrong diagnosis");
       break;
     }
-    benchmark::DoNotOptimize(report);
+    benchmark::DoNotOptimize(*d);
   }
   state.SetLabel("64 ranks x 10 MB logs + 1000 steps of events");
 }

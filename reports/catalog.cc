@@ -1,5 +1,6 @@
 // The failure-mode catalog: for each scenario, what each stack did with it.
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "reports/render.h"
@@ -16,17 +17,28 @@ const Expectation* expectationOn(const Report& r, const std::string& path) {
   return nullptr;
 }
 
+// The rank the launcher blamed: launcher.blamed_rank, else (a report of an
+// older faultline) extra.launcher_root_cause_rank.
+std::optional<int> blamedRank(const Report& r) {
+  if (r.launcher.blamed_rank) return r.launcher.blamed_rank;
+  if (r.extra.contains("launcher_root_cause_rank") && r.extra["launcher_root_cause_rank"].is_number_integer()) {
+    return r.extra["launcher_root_cause_rank"].get<int>();
+  }
+  return std::nullopt;
+}
+
 // What the stack itself reported, beside faultline: the launcher's own blame.
 std::string stackOwnReport(const Report& r) {
   if (r.verdict == Verdict::kUnsupported) return "—";
   std::string exit = r.launcher.signal ? "killed by " + *r.launcher.signal
                      : r.launcher.exit_code ? "exit " + std::to_string(*r.launcher.exit_code)
                                             : "";
-  if (!r.extra.contains("launcher_root_cause_rank") || !r.extra["launcher_root_cause_rank"].is_number_integer()) {
+  const auto blamed_rank = blamedRank(r);
+  if (!blamed_rank) {
     if (r.stack.launcher.rfind("builtin", 0) == 0) return "(faultline's own launcher)";
     return exit.empty() ? "no root cause named" : exit + ", no root cause named";
   }
-  const int blamed = r.extra["launcher_root_cause_rank"].get<int>();
+  const int blamed = *blamed_rank;
   std::string text = exit + (exit.empty() ? "" : ", ") + "blamed rank " + std::to_string(blamed);
   if (r.root_cause && r.root_cause->rank) text += blamed == *r.root_cause->rank ? " (right)" : " (**wrong**)";
   return text;
@@ -50,10 +62,9 @@ std::string leftovers(const Report& r) {
 std::string matrixCell(const Report& r) {
   std::string cell = verdictName(r.verdict);
   if (r.verdict == Verdict::kUnsupported || r.stack.launcher.rfind("builtin", 0) == 0) return cell;
-  if (!r.extra.contains("launcher_root_cause_rank") || !r.extra["launcher_root_cause_rank"].is_number_integer()) {
-    return cell + " –";
-  }
-  const int blamed = r.extra["launcher_root_cause_rank"].get<int>();
+  const auto blamed_rank = blamedRank(r);
+  if (!blamed_rank) return cell + " –";
+  const int blamed = *blamed_rank;
   if (!r.root_cause || !r.root_cause->rank) return cell + " (blamed " + std::to_string(blamed) + ")";
   return cell + (blamed == *r.root_cause->rank ? " ✓" : " ✗");
 }

@@ -39,16 +39,17 @@ std::string systemOut(const Report& r) {
 void junitCases(std::ostringstream& o, const Report& r, const std::string& classname) {
   const std::string seconds = std::to_string(static_cast<double>(r.harness.wall_ms) / 1000.0);
   const std::string out = "      <system-out>" + escapeXml(systemOut(r)) + "</system-out>\n";
+  const JunitElement element = verdictInfo(r.verdict).junit;
   if (r.expectations.empty()) {
-    // An exec run: one case, failing when the stack failed or a finding was made.
+    // An exec run (or a scenario that did not run): one case, as the verdict table says.
     o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"run\" time=\"" << seconds << "\">\n";
-    if (r.verdict == Verdict::kError || r.verdict == Verdict::kUnresolved) {
+    if (element == JunitElement::kError) {
       // Nothing could be judged (harness failure, bad input, a crashed diagnosis): an error, as lit's UNRESOLVED.
       o << "      <error message=\"" << escapeXml(headline(r)) << "\"/>\n";
-    } else if (r.verdict == Verdict::kUnsupported) {
+    } else if (element == JunitElement::kSkipped) {
       // A scenario that could not run on this stack: a skip, with the reason, never red.
       o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
-    } else if (verdictIsFailure(r.verdict)) {
+    } else if (element == JunitElement::kFailure) {
       o << "      <failure message=\"" << escapeXml(headline(r)) << "\" type=\"" << verdictName(r.verdict) << "\"/>\n";
     }
     o << out << "    </testcase>\n";
@@ -56,7 +57,7 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
   }
   for (const auto& e : r.expectations) {
     o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"" << escapeXml(e.what) << "\" time=\"0\">\n";
-    if (r.verdict == Verdict::kUnsupported) {
+    if (element == JunitElement::kSkipped) {
       o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
     } else if (e.status == "unresolved") {
       o << "      <error message=\"unresolved: " << escapeXml(e.reason) << "\"/>\n";
@@ -79,16 +80,17 @@ struct Counts {
 
 Counts countCases(const Report& r) {
   Counts c;
+  const JunitElement element = verdictInfo(r.verdict).junit;
   if (r.expectations.empty()) {
     c.tests = 1;
-    c.skipped = r.verdict == Verdict::kUnsupported;
-    c.errors = r.verdict == Verdict::kError || r.verdict == Verdict::kUnresolved;
-    c.failures = !c.errors && verdictIsFailure(r.verdict);
+    c.skipped = element == JunitElement::kSkipped;
+    c.errors = element == JunitElement::kError;
+    c.failures = element == JunitElement::kFailure;
     return c;
   }
   for (const auto& e : r.expectations) {
     ++c.tests;
-    if (r.verdict == Verdict::kUnsupported) {
+    if (element == JunitElement::kSkipped) {
       ++c.skipped;
     } else if (e.status == "unresolved" || (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail)) {
       ++c.errors;

@@ -1,52 +1,61 @@
-// `faultline explain`: read report.json, diagnose again from the run's files, print.
+// `faultline explain`: a finished run's report built again from its files,
+// by the path a live run takes (supervisor.json + diagnosis + assembly), printed.
 #include "harness/cli/explain_command.h"
 
 #include <ostream>
 
+#include "harness/assemble/assemble.h"
 #include "harness/model/report.h"
-#include "harness/diagnose/diagnose.h"
+#include "harness/model/run_layout.h"
+#include "reports/explain_text.h"
 
 namespace faultline::cli {
 
 int runExplain(const std::string& run_dir, bool json, std::ostream& out, std::ostream& err) {
-  auto report = readReport(run_dir + "/report.json");
-  if (!report) {
-    err << "faultline explain: " << report.error().str() << "\n";
+  const RunLayout layout(run_dir);
+  auto stored = readReport(layout.reportPath());
+  if (!stored) {
+    err << "faultline explain: " << stored.error().str() << "\n";
     return 2;
   }
-  // Start from the supervisor's facts only: diagnosis output is recomputed.
-  report->root_cause.reset();
-  report->findings.clear();
-  try {
-    auto d = diagnose::diagnoseRun(run_dir, *report);
-    if (!d) {
-      err << "faultline explain: diagnosis failed: " << d.error().str() << "\n";
-      return 3;
-    }
-  } catch (const std::exception& e) {
-    err << "faultline explain: diagnosis failed: " << e.what() << "\n";
+  std::optional<SupervisorRecord> record;
+  if (auto rec = readSupervisorRecord(layout.supervisorPath())) record = std::move(*rec);
+  const bool supervised = record.has_value();
+  assemble::RunContext ctx;
+  ctx.scenario = stored->scenario;
+  ctx.stack = stored->stack.launcher;
+  ctx.torch = stored->stack.torch;
+  ctx.wall_ms = stored->harness.wall_ms;
+  Report report = assemble::reportOfRun(run_dir, ctx, std::move(record));
+  if (report.extra.contains("diagnose_error")) {
+    err << "faultline explain: diagnosis failed: " << report.extra["diagnose_error"].get<std::string>() << "\n";
     return 3;
   }
-  if (json) {
-    out << toJson(*report).dump(2) << "\n";
-  } else {
-    out << "run: " << run_dir << "\n";
-    out << "stack: " << report->stack.launcher << ", " << report->stack.world_size << " rank(s)\n";
-    if (report->root_cause) {
-      out << "root cause: " << report->root_cause->summary << "\n";
-      for (const auto& l : report->root_cause->layers) out << "  [" << l.layer << "] " << l.text << "\n";
-    } else {
-      out << "root cause: none found\n";
-    }
-    for (const auto& r : report->ranks) {
-      out << "  rank " << r.rank << ": " << roleName(r.role) << " - " << r.diagnosis << "\n";
-    }
-    for (const auto& f : report->findings) out << "finding: " << kindName(f.kind) << ": " << f.summary << "\n";
-    out << "teardown: " << (report->teardown.clean ? "clean" : "not clean") << " ("
-        << escalationName(report->teardown.escalation) << ", " << report->teardown.duration_ms << " ms)\n";
+  // The run's own verdict, diagnosed again, decides the exit status.
+  const int status = exitStatusOf(report);
+  // What the diagnosis does not decide stays as stored: how the run was
+  // started, the scenario's judged expectations and verdict, fields of
+  // other stages; without supervisor.json, the supervisor's facts too.
+  report.stack = stored->stack;
+  report.expectations = stored->expectations;
+  report.verdict = stored->verdict;
+  report.harness = stored->harness;
+  if (!supervised) {
+    report.launcher.exit_code = stored->launcher.exit_code;
+    report.launcher.signal = stored->launcher.signal;
+    report.teardown = stored->teardown;
   }
-  const bool failure = report->root_cause || !report->findings.empty();
-  return failure ? 1 : 0;
+  for (const auto& [key, value] : stored->extra.items()) {
+    const bool diagnosed = key == "unchecked_findings" || key == "launcher_root_cause_rank" || key == "stack_dumps" ||
+                           key == "diagnose_error";
+    if (!diagnosed && !report.extra.contains(key)) report.extra[key] = value;
+  }
+  if (json) {
+    out << toJson(report).dump(2) << "\n";
+  } else {
+    out << reports::explainText(report, run_dir);
+  }
+  return status;
 }
 
 }  // namespace faultline::cli

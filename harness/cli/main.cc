@@ -55,6 +55,10 @@ int main(int argc, char** argv) {
   bool exec_no_instrument = false;
   exec_cmd->add_flag("--no-instrument", exec_no_instrument,
                      "run the stack without the Python shim and the LD_PRELOAD interposer");
+  // Errors fail, warnings are reported: --fail-on warning makes warnings fail too.
+  std::string exec_fail_on = "error";
+  exec_cmd->add_option("--fail-on", exec_fail_on, "the least finding severity that fails the run: error | warning")
+      ->check(CLI::IsMember({"error", "warning"}));
   exec_cmd->prefix_command();  // without "--", the first positional starts COMMAND
 
   std::string run_dir;
@@ -79,6 +83,10 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-o,--out", run_opts.out_dir, "run directory");
   bool run_no_instrument = false;
   run_cmd->add_flag("--no-instrument", run_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
+  std::string run_fail_on = "error";
+  run_cmd->add_option("--fail-on", run_fail_on, "error | warning: warning also fails a run that reports a warning finding")
+      ->check(CLI::IsMember({"error", "warning"}));
+  run_cmd->add_flag("--strict", run_opts.exit.strict, "a scenario that ran on no stack (unsupported) fails");
 
   SuiteOptions suite;
   suite.run.out_dir = "faultline-suite";
@@ -90,6 +98,10 @@ int main(int argc, char** argv) {
   suite_cmd->add_option("-o,--out", suite.run.out_dir, "suite directory");
   bool suite_no_instrument = false;
   suite_cmd->add_flag("--no-instrument", suite_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
+  std::string suite_fail_on = "error";
+  suite_cmd->add_option("--fail-on", suite_fail_on, "error | warning: warning also fails a run that reports a warning finding")
+      ->check(CLI::IsMember({"error", "warning"}));
+  suite_cmd->add_flag("--strict", suite.run.exit.strict, "a scenario that ran on no stack (unsupported) fails");
   suite_cmd->add_option("--catalog", suite.catalog,
                         "run on every stack of `faultline stacks` and write the failure-mode catalog (Markdown) here");
 
@@ -129,6 +141,7 @@ int main(int argc, char** argv) {
     exec.command = command;
     if (nproc_opt->count() > 0) exec.nproc = nproc;
     exec.allow_cgroup = allow_cgroup;
+    exec.fail_on = faultline::failOnFromName(exec_fail_on).value_or(faultline::FailOn::kError);
     if (!exec_no_instrument) exec.instruments = findInstruments(selfExe(argv[0]));
     try {
       return runExec(exec, std::cout, std::cerr);
@@ -147,6 +160,7 @@ int main(int argc, char** argv) {
       run_opts.tools = findTools(self);
       run_opts.allow_cgroup = allow_cgroup;
       run_opts.instrument = !run_no_instrument;
+      run_opts.exit.fail_on = faultline::failOnFromName(run_fail_on).value_or(faultline::FailOn::kError);
       if (!run_opts.instrument) run_opts.tools.instruments = {};
       return runCommand(run_files, run_opts, std::cout, std::cerr);
     }
@@ -155,6 +169,7 @@ int main(int argc, char** argv) {
       suite.run.tools = findTools(self);
       suite.run.allow_cgroup = allow_cgroup;
       suite.run.instrument = !suite_no_instrument;
+      suite.run.exit.fail_on = faultline::failOnFromName(suite_fail_on).value_or(faultline::FailOn::kError);
       if (!suite.run.instrument) suite.run.tools.instruments = {};
       suite.self_exe = self;
       suite.progress_tty = ::isatty(STDOUT_FILENO) != 0;

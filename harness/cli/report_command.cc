@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "harness/model/report.h"
+#include "harness/model/run_layout.h"
 #include "reports/render.h"
 
 namespace faultline::cli {
@@ -43,16 +44,17 @@ int renderSuiteDir(const std::string& dir, std::ostream& out, std::ostream& err)
 }  // namespace
 
 Result<reports::Suite> loadSuite(const std::string& dir) {
-  std::ifstream in(dir + "/report.json");
-  if (!in) return fail(ErrorCode::kIo, "cannot read", dir + "/report.json");
+  const std::string path = RunLayout(dir).reportPath();
+  std::ifstream in(path);
+  if (!in) return fail(ErrorCode::kIo, "cannot read", path);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    return fail(ErrorCode::kBadInput, std::string("not valid JSON: ") + e.what(), dir + "/report.json");
+    return fail(ErrorCode::kBadInput, std::string("not valid JSON: ") + e.what(), path);
   }
   if (j.value("schema", "") != "faultline.suite/1") {
-    return fail(ErrorCode::kBadInput, "not a suite report (schema faultline.suite/1)", dir + "/report.json");
+    return fail(ErrorCode::kBadInput, "not a suite report (schema faultline.suite/1)", path);
   }
   reports::Suite suite;
   suite.wall_ms = j.value("wall_ms", int64_t{0});
@@ -68,10 +70,10 @@ Result<reports::Suite> loadSuite(const std::string& dir) {
       return fail(ErrorCode::kBadInput,
                   "scenarios[" + std::to_string(index) + "].run_dir '" + entry.run_dir +
                       "': expected a relative directory inside the suite directory (no '..', not absolute)",
-                  dir + "/report.json");
+                  path);
     }
     ++index;
-    auto r = readReport(dir + "/" + entry.run_dir + "/report.json");
+    auto r = readReport(RunLayout(dir + "/" + entry.run_dir).reportPath());
     if (!r) return tl::unexpected(r.error());
     entry.report = std::move(*r);
     suite.entries.push_back(std::move(entry));
@@ -80,7 +82,7 @@ Result<reports::Suite> loadSuite(const std::string& dir) {
 }
 
 int runReport(const std::string& run_dir, std::ostream& out, std::ostream& err) {
-  const std::string path = run_dir + "/report.json";
+  const std::string path = RunLayout(run_dir).reportPath();
   std::ifstream in(path);
   if (!in) {
     err << "faultline report: " << path << ": cannot read\n";

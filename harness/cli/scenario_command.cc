@@ -17,10 +17,11 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/assemble/assemble.h"
 #include "harness/cli/observe.h"
 #include "harness/cli/report_command.h"
 #include "harness/model/atomic_file.h"
-#include "harness/judge/judge.h"
+#include "harness/model/run_layout.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
 #include "harness/launch/stacks.h"
@@ -41,20 +42,27 @@ std::string dirOf(const std::string& file) {
   return p.string();
 }
 
-void finish(Report& report, const std::string& run_dir, std::ostream& err) {
-  if (auto w = writeReport(report, run_dir + "/report.json"); !w) err << "faultline: " << w.error().str() << "\n";
+// report.json, once per run, and its renderings.
+void finish(const Report& report, const std::string& run_dir, std::ostream& err) {
+  if (auto w = writeReport(report, RunLayout(run_dir).reportPath()); !w) err << "faultline: " << w.error().str() << "\n";
   if (auto w = reports::renderRun(report, run_dir); !w) err << "faultline: " << w.error().str() << "\n";
 }
 
-bool failing(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean && v != Verdict::kUnsupported; }
+// The exit status of several runs, each by the verdict table.
+int exitStatusFor(const std::vector<const Report*>& reports, const ExitPolicy& policy) {
+  std::vector<int> statuses;
+  for (const Report* r : reports) statuses.push_back(exitStatusOf(*r, policy));
+  return exitStatusOf(statuses);
+}
 
-int exitStatusFor(const std::vector<Verdict>& verdicts) {
-  bool harness_failed = false, failed = false;
-  for (Verdict v : verdicts) {
-    harness_failed = harness_failed || v == Verdict::kError;
-    failed = failed || failing(v);
-  }
-  return harness_failed ? 3 : failed ? 1 : 0;
+// Said loudly: a scenario that ran on no stack at all checked nothing, and a
+// CI job that runs only it stays green (unless --strict).
+void warnRanNowhere(const char* command, const std::string& name, const Report& r, std::ostream& err) {
+  const std::string reason = r.extra.contains("unsupported_reason") && r.extra["unsupported_reason"].is_string()
+                                 ? r.extra["unsupported_reason"].get<std::string>()
+                                 : std::string("unsupported");
+  err << "faultline " << command << ": warning: scenario " << name << " ran on no stack (" << r.stack.launcher
+      << ": " << reason << "); nothing was checked\n";
 }
 
 std::string runDirName(const std::string& scenario, const std::string& stack) {
@@ -128,18 +136,14 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
   const std::string run_dir = launch::absolutePath(run_dir_in);
   Report report;
   if (auto made = launch::makeDirs(run_dir); !made) {
-    report = harnessErrorReport(opts.stack, {}, made.error(), msSince(t0));
+    report = assemble::harnessErrorReport(opts.stack, {}, made.error(), msSince(t0));
     report.scenario = ScenarioRef{s.name, s.file};
     return report;  // nowhere to write it
   }
   auto port = launch::findFreePort();
   const auto plan = launch::planStack(s, opts.stack, opts.tools, run_dir, port ? *port : 29500, dirOf(s.file));
   if (plan.unsupported) {
-    report.stack.launcher = plan.stack;
-    report.stack.torch = plan.torch;
-    report.stack.world_size = s.stack.world_size;
-    report.verdict = Verdict::kUnsupported;
-    report.extra["unsupported_reason"] = *plan.unsupported;
+    report = assemble::unsupportedReport(plan.stack, plan.torch, s.stack.world_size, *plan.unsupported);
   } else {
     supervise::SuperviseOptions so;
     so.launch = plan.launch;
@@ -148,15 +152,21 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     so.deadline_s = s.limits.deadline_s;
     so.grace_s = s.limits.grace_s;
     so.allow_cgroup = opts.allow_cgroup;
-    auto observed = observeStack(so, t0, err);
-    if (!observed) {
-      report = harnessErrorReport(plan.stack, plan.launch.command, observed.error(), msSince(t0));
+    auto record = superviseStack(so, err);
+    if (!record) {
+      report = assemble::harnessErrorReport(plan.stack, plan.launch.command, record.error(), msSince(t0));
     } else {
-      report = std::move(observed->report);
-      report.stack.launcher = plan.stack;
-      report.stack.torch = plan.torch;
-      report.expectations = judge::judgeAll(s.expect, toJson(report));
-      report.verdict = observed->interrupted ? Verdict::kIncomplete : judge::scenarioVerdict(report.expectations, report);
+      assemble::RunContext ctx;
+      ctx.scenario = ScenarioRef{s.name, s.file};
+      ctx.stack = plan.stack;
+      ctx.torch = plan.torch;
+      ctx.expect = &s.expect;
+      ctx.fail_on = opts.exit.fail_on;
+      ctx.wall_ms = msSince(t0);
+      report = assemble::reportOfRun(run_dir, ctx, std::move(*record));
+      if (report.extra.contains("diagnose_error")) {
+        err << "faultline: diagnosis failed: " << report.extra["diagnose_error"].get<std::string>() << "\n";
+      }
     }
   }
   report.scenario = ScenarioRef{s.name, s.file};
@@ -172,13 +182,12 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
     err << "faultline run: " << loaded.error().message << "\n";
     return 2;
   }
-  std::vector<Verdict> verdicts;
+  std::vector<Report> reports;
   for (const auto& s : *loaded) {
     const std::string dir = loaded->size() == 1 ? opts.out_dir : opts.out_dir + "/" + runDirName(s.name, opts.stack);
-    Report r = runScenario(s, opts, dir, err);
-    verdicts.push_back(r.verdict);
+    const Report& r = reports.emplace_back(runScenario(s, opts, dir, err));
     out << verdictName(r.verdict) << "  " << s.name << " (" << r.stack.launcher << ")  " << reports::headline(r)
-        << "\n  report: " << launch::absolutePath(dir) << "/report.html\n";
+        << "\n  report: " << RunLayout(launch::absolutePath(dir)).htmlPath() << "\n";
     for (const auto& e : r.expectations) {
       if (!e.ok) {
         out << "  " << e.status << ": " << e.what << " expected " << e.expected.dump() << ", actual "
@@ -186,8 +195,11 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
             << (e.reason.empty() ? "" : " (" + e.reason + ")") << "\n";
       }
     }
+    if (r.verdict == Verdict::kUnsupported) warnRanNowhere("run", s.name, r, err);
   }
-  return exitStatusFor(verdicts);
+  std::vector<const Report*> all;
+  for (const auto& r : reports) all.push_back(&r);
+  return exitStatusFor(all, opts.exit);
 }
 
 int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
@@ -230,6 +242,7 @@ pid_t startJob(const SuiteOptions& o, const Job& job) {
   std::vector<std::string> args = {o.self_exe, "run", job.scenario->file, "-o", job.dir};
   if (!o.run.stack.empty()) args.insert(args.end(), {"--stack", o.run.stack});
   if (!o.run.instrument) args.push_back("--no-instrument");
+  if (o.run.exit.fail_on == FailOn::kWarning) args.insert(args.end(), {"--fail-on", "warning"});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -352,7 +365,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
       reports::SuiteEntry entry;
       entry.name = s.name;
       entry.run_dir = fs::path(it->dir).filename().string();
-      auto r = readReport(it->dir + "/report.json");
+      auto r = readReport(RunLayout(it->dir).reportPath());
       if (r) {
         entry.report = std::move(*r);
       } else {
@@ -394,10 +407,10 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   // The summary table: scenario, stack, verdict, root cause, teardown time.
   out << "\n" << std::left << std::setw(34) << "scenario" << std::setw(15) << "stack" << std::setw(12) << "verdict"
       << std::setw(10) << "teardown" << "root cause\n";
-  std::vector<Verdict> verdicts;
+  std::vector<const Report*> reports;
   std::map<std::string, int> counts;
   for (const auto& e : suite.entries) {
-    verdicts.push_back(e.report.verdict);
+    reports.push_back(&e.report);
     ++counts[verdictName(e.report.verdict)];
     out << std::setw(34) << e.name << std::setw(15) << e.stack << std::setw(12) << verdictName(e.report.verdict)
         << std::setw(10) << (std::to_string(e.report.teardown.duration_ms) + " ms") << reports::headline(e.report) << "\n";
@@ -406,7 +419,12 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   for (const auto& [v, n] : counts) out << v << ": " << n << "  ";
   out << "wall " << fmtSeconds(suite.wall_ms) << "\nreports: " << root << "/index.html, " << root << "/report.md, "
       << root << "/junit.xml, " << root << "/report.json\n";
-  return exitStatusFor(verdicts);
+  if (o.warn_unsupported) {
+    for (const auto& e : suite.entries) {
+      if (e.report.verdict == Verdict::kUnsupported) warnRanNowhere("suite", e.name, e.report, err);
+    }
+  }
+  return exitStatusFor(reports, o.run.exit);
 }
 
 int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
@@ -429,6 +447,10 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
     one.catalog.clear();
     one.run.stack = stack;
     one.run.out_dir = o.run.out_dir + "/" + stack;
+    // A scenario that does not apply to one stack is what a catalog shows;
+    // one that ran on none of them is said (and --strict fails) below.
+    one.run.exit.strict = false;
+    one.warn_unsupported = false;
     const int s = suiteCommand(one, out, err);
     if (s == 2) return 2;
     status = std::max(status, s);
@@ -438,6 +460,16 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
       return 3;
     }
     stacks.emplace_back(stack, std::move(*suite));
+  }
+  std::map<std::string, int> ran;  // scenario -> the stacks it ran on
+  for (const auto& [stack, suite] : stacks) {
+    for (const auto& e : suite.entries) ran[e.name] += e.report.verdict != Verdict::kUnsupported;
+  }
+  for (const auto& [name, n] : ran) {
+    if (n > 0) continue;
+    err << "faultline suite: warning: scenario " << name << " ran on no stack (unsupported on each of "
+        << stacks.size() << "); nothing was checked\n";
+    if (o.run.exit.strict) status = std::max(status, 1);
   }
   std::string generated_by = "faultline suite";
   for (const auto& p : o.paths) generated_by += " " + p;

@@ -8,6 +8,7 @@
 
 #include "harness/launch/stack_plan.h"
 #include "harness/model/report.h"
+#include "harness/model/verdict.h"
 #include "harness/scenario/scenario.h"
 
 namespace faultline::cli {
@@ -18,6 +19,7 @@ struct ScenarioRunOptions {
   launch::Tools tools;
   bool allow_cgroup = true;
   bool instrument = true;  // false: --no-instrument (tools.instruments empty; a suite passes it on)
+  ExitPolicy exit;         // --strict, --fail-on (a suite passes --fail-on on)
 };
 
 // Runs one scenario into `run_dir` and writes report.json, supervisor.json,
@@ -34,6 +36,7 @@ struct SuiteOptions {
   bool progress_tty = false;      // live display instead of plain lines
   std::string self_exe;           // the faultline binary: each scenario runs in its own process
   std::string catalog;            // set: run on every stack of `faultline stacks`, write the failure-mode catalog here
+  bool warn_unsupported = true;   // say on stderr which scenarios ran on no stack
 };
 
 // Exit statuses of CONTRACT.md section 1.

@@ -5,28 +5,18 @@
 #include <optional>
 #include <vector>
 
+#include "harness/diagnose/diagnosis.h"
 #include "harness/diagnose/run_input.h"
 #include "harness/model/report.h"
 
 namespace faultline::diagnose {
-
-struct RankVerdict {
-  int rank = 0;
-  RankRole role = RankRole::kClean;
-  std::string diagnosis;
-};
-
-struct Diagnosis {
-  std::optional<RootCause> root_cause;  // null: the run was clean
-  std::vector<RankVerdict> ranks;       // by rank
-  std::vector<TimelineEntry> timeline;  // t_ms since the run started
-};
 
 // The rules (issue 4): the root cause is the earliest primary failure by ns
 // time; collateral evidence (peer errors, timeouts, teardown signals) never
 // names the root cause while a primary exists; with only collateral, a hang
 // or mismatch from events, else `unknown`. The launcher's own root-cause
 // choice is only an outer layer.
+// Fills root_cause, ranks (role and diagnosis) and timeline.
 Diagnosis analyzeRun(const RunInput& in);
 
 }  // namespace faultline::diagnose

@@ -10,6 +10,7 @@
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
 #include "harness/model/outcome.h"
+#include "harness/model/run_layout.h"
 
 namespace faultline::diagnose {
 namespace fs = std::filesystem;
@@ -153,16 +154,14 @@ Evidence evidenceFromEvent(const Event& e) {
   return ev;
 }
 
-RunInput loadRun(const std::string& dir, const Report& report) {
+RunInput loadRun(const std::string& dir) {
   RunInput in;
   in.dir = dir;
-  in.launcher_name = report.stack.launcher;
-  in.world_size = report.stack.world_size;
-  const fs::path root(dir);
+  const RunLayout layout(dir);
   std::error_code ec;
 
-  if (fs::exists(root / "supervisor.json", ec)) {
-    auto rec = readSupervisorRecord((root / "supervisor.json").string());
+  if (fs::exists(layout.supervisorPath(), ec)) {
+    auto rec = readSupervisorRecord(layout.supervisorPath());
     if (rec) in.supervisor = std::move(*rec);
   }
   auto rankAt = [&](int r) -> RankInput& {
@@ -170,7 +169,7 @@ RunInput loadRun(const std::string& dir, const Report& report) {
     ri.rank = r;
     return ri;
   };
-  // Exit facts: the supervisor's record, else what the report already holds.
+  // Exit facts: the supervisor's record, else only what the files below say.
   if (in.supervisor) {
     const SupervisorRecord& s = *in.supervisor;
     if (s.world_size > 0) in.world_size = s.world_size;
@@ -213,33 +212,22 @@ RunInput loadRun(const std::string& dir, const Report& report) {
       in.launcher_exit_code = s.launcher_process->exit_code;
       in.launcher_signal = s.launcher_process->signal;
     }
-  } else {
-    for (const RankReport& rr : report.ranks) {
-      RankInput& r = rankAt(rr.rank);
-      r.pid = rr.pid;
-      r.exit_code = rr.exit_code;
-      r.signal = rr.signal;
-      r.exit_known = rr.exit_code.has_value() || rr.signal.has_value();
-      if (rr.pid) r.started = true;
-    }
-  }
-  if (!in.launcher_exit_code && !in.launcher_signal) {
-    in.launcher_exit_code = report.launcher.exit_code;
-    in.launcher_signal = report.launcher.signal;
   }
 
   // Per-rank directories.
-  const fs::path ranks_dir = root / "ranks";
+  const fs::path ranks_dir = layout.ranksDir();
   if (fs::is_directory(ranks_dir, ec)) {
     for (const auto& d : fs::directory_iterator(ranks_dir, ec)) {
       auto r = parseRankDir(d.path().filename().string());
       if (!r || !d.is_directory(ec)) continue;
+      // A directory whose name is not the rank's own spelling ("01") is no rank's.
+      if (d.path().filename().string() != std::to_string(*r)) continue;
       RankInput& ri = rankAt(*r);
-      addLog(ri, d.path() / "stderr", true);
-      addLog(ri, d.path() / "stdout", false);
-      addErrorFile(ri, d.path() / "error.json");
-      addStacks(ri, d.path() / "stacks.txt");
-      ri.events = readEvents((d.path() / "events.jsonl").string());
+      addLog(ri, layout.rankStderr(*r), true);
+      addLog(ri, layout.rankStdout(*r), false);
+      addErrorFile(ri, layout.rankErrorFile(*r));
+      addStacks(ri, layout.rankStacks(*r));
+      ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
@@ -263,10 +251,9 @@ RunInput loadRun(const std::string& dir, const Report& report) {
   }
 
   // The launcher: its stderr, torchrun's per-rank log files, spawn children.
-  const fs::path ldir = root / "launcher";
-  auto lerr = readTail((ldir / "stderr").string());
+  auto lerr = readTail(layout.launcherStderr());
   std::map<int, const PyChain*> pending_chains;  // into *in.launcher
-  const fs::path attempt = lastAttemptDir(ldir / "logs");
+  const fs::path attempt = lastAttemptDir(layout.launcherLogsDir());
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
     const LauncherLog& L = *in.launcher;

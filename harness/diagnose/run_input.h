@@ -53,8 +53,8 @@ struct RunInput {
 // of the native backtrace.
 Evidence evidenceFromEvent(const Event& e);
 
-// Reads a run directory. `report` supplies what the harness already knows
-// (ranks with pid/exit status, launcher exit) when supervisor.json is absent.
-RunInput loadRun(const std::string& dir, const Report& report);
+// Reads a run directory: supervisor.json for the supervisor's facts (without
+// it, what the logs, events and error files say), then every evidence file.
+RunInput loadRun(const std::string& dir);
 
 }  // namespace faultline::diagnose

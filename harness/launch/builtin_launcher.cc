@@ -17,7 +17,7 @@ Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& 
   const Environment base = withInstruments(currentEnvironment(), opts.instruments);
   auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
   if (!exe) return tl::unexpected(exe.error());
-  if (auto r = layout.create(opts.nproc); !r) return tl::unexpected(r.error());
+  if (auto r = createRunDirs(layout, opts.nproc); !r) return tl::unexpected(r.error());
   auto port = findFreePort();
   if (!port) return tl::unexpected(port.error());
 

@@ -11,8 +11,8 @@ Result<LaunchedProcess> launchExternal(const LaunchOptions& opts, const RunLayou
   const Environment base = withInstruments(currentEnvironment(), opts.instruments);
   auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
   if (!exe) return tl::unexpected(exe.error());
-  if (auto r = layout.create(0); !r) return tl::unexpected(r.error());
-  if (auto r = layout.createLauncherDir(); !r) return tl::unexpected(r.error());
+  if (auto r = createRunDirs(layout, 0); !r) return tl::unexpected(r.error());
+  if (auto r = createLauncherDir(layout); !r) return tl::unexpected(r.error());
   SpawnSpec spec;
   spec.executable = *exe;
   spec.argv = opts.command;

@@ -1,4 +1,4 @@
-// Creating the run directory tree.
+// Creating and clearing the run directory tree.
 #include "harness/launch/run_layout.h"
 
 #include <ftw.h>
@@ -34,26 +34,26 @@ std::string absolutePath(const std::string& path) {
   return path == "." ? cwd : cwd + "/" + path;
 }
 
-Result<void> RunLayout::create(int nranks) const {
-  if (auto r = makeDirs(ranksDir()); !r) return r;
+Result<void> createRunDirs(const RunLayout& layout, int nranks) {
+  if (auto r = makeDirs(layout.ranksDir()); !r) return r;
   for (int i = 0; i < nranks; ++i) {
-    if (auto r = makeDirs(rankDir(i)); !r) return r;
+    if (auto r = makeDirs(layout.rankDir(i)); !r) return r;
   }
   return {};
 }
 
-Result<void> RunLayout::createLauncherDir() const { return makeDirs(launcherDir()); }
+Result<void> createLauncherDir(const RunLayout& layout) { return makeDirs(layout.launcherDir()); }
 
-Result<void> RunLayout::clearPrevious() const {
+Result<void> clearPreviousRun(const RunLayout& layout) {
   auto remove = [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); };
-  for (const auto& dir : {ranksDir(), launcherDir()}) {
+  for (const auto& dir : layout.previousRunDirs()) {
     struct stat st{};
     if (::lstat(dir.c_str(), &st) != 0) continue;
     if (::nftw(dir.c_str(), remove, 16, FTW_DEPTH | FTW_PHYS) != 0) {
       return fail(ErrorCode::kIo, std::string("cannot remove the previous run's files: ") + std::strerror(errno), dir);
     }
   }
-  for (const auto& file : {reportPath(), supervisorPath(), out_ + "/daemon.pid"}) ::unlink(file.c_str());
+  for (const auto& file : layout.previousRunFiles()) ::unlink(file.c_str());
   return {};
 }
 

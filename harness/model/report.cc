@@ -47,17 +47,6 @@ constexpr std::array<std::pair<RankRole, const char*>, 5> kRoles{{
     {RankRole::kSurvivor, "survivor"},
 }};
 
-constexpr std::array<std::pair<Verdict, const char*>, 8> kVerdicts{{
-    {Verdict::kPass, "pass"},
-    {Verdict::kFail, "fail"},
-    {Verdict::kUnresolved, "unresolved"},
-    {Verdict::kUnsupported, "unsupported"},
-    {Verdict::kDiagnosed, "diagnosed"},
-    {Verdict::kClean, "clean"},
-    {Verdict::kIncomplete, "incomplete"},
-    {Verdict::kError, "error"},
-}};
-
 constexpr std::array<std::pair<Escalation, const char*>, 3> kEscalations{{
     {Escalation::kNone, "none"},
     {Escalation::kSigterm, "sigterm"},
@@ -218,10 +207,6 @@ std::string kindName(Kind k) { return nameOf(kKinds, k); }
 std::optional<Kind> kindFromName(const std::string& name) { return valueOf(kKinds, name); }
 std::string roleName(RankRole r) { return nameOf(kRoles, r); }
 std::optional<RankRole> roleFromName(const std::string& name) { return valueOf(kRoles, name); }
-std::string verdictName(Verdict v) { return nameOf(kVerdicts, v); }
-std::optional<Verdict> verdictFromName(const std::string& name) { return valueOf(kVerdicts, name); }
-// Unsupported is a skip (lit's UNSUPPORTED): the scenario did not run, nothing failed.
-bool verdictIsFailure(Verdict v) { return v != Verdict::kPass && v != Verdict::kClean && v != Verdict::kUnsupported; }
 std::string escalationName(Escalation e) { return nameOf(kEscalations, e); }
 std::optional<Escalation> escalationFromName(const std::string& name) { return valueOf(kEscalations, name); }
 
@@ -262,7 +247,10 @@ json toJson(const Report& r) {
   out["scenario"] = r.scenario ? json{{"name", r.scenario->name}, {"file", r.scenario->file}} : json(nullptr);
   out["stack"] = {{"launcher", r.stack.launcher}, {"command", r.stack.command}, {"world_size", r.stack.world_size},
                   {"torch", r.stack.torch.empty() ? json(nullptr) : json(r.stack.torch)}};
-  out["launcher"] = {{"exit_code", opt(r.launcher.exit_code)}, {"signal", opt(r.launcher.signal)}};
+  out["launcher"] = {{"exit_code", opt(r.launcher.exit_code)},
+                     {"signal", opt(r.launcher.signal)},
+                     {"blamed_rank", opt(r.launcher.blamed_rank)},
+                     {"blamed_correctly", opt(r.launcher.blamed_correctly)}};
   out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
   out["ranks"] = ranks;
   out["findings"] = findings;
@@ -306,6 +294,8 @@ Result<Report> reportFromJson(const json& j) {
     Reader lr(*l, "report.launcher");
     lr.getOpt("exit_code", r.launcher.exit_code);
     lr.getOpt("signal", r.launcher.signal);
+    lr.getOpt("blamed_rank", r.launcher.blamed_rank);
+    lr.getOpt("blamed_correctly", r.launcher.blamed_correctly);
     top.adopt(lr.error());
   }
   if (const json* rc = top.field("root_cause", false)) r.root_cause = readRootCause(*rc, top);
@@ -370,7 +360,17 @@ Result<Report> reportFromJson(const json& j) {
       r.expectations.push_back(std::move(out));
     }
   }
-  top.getEnum("verdict", kVerdicts, r.verdict);
+  {
+    std::string name;
+    top.get("verdict", name);
+    if (!top.error()) {
+      if (auto v = verdictFromName(name)) {
+        r.verdict = *v;
+      } else {
+        return fail(ErrorCode::kBadInput, "unknown value '" + name + "'", "report.verdict");
+      }
+    }
+  }
   if (const json* ts = top.field("timeline", false); ts && ts->is_array()) {
     for (const auto& t : *ts) {
       Reader tr(t, "report.timeline[]");

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/model/error.h"
+#include "harness/model/verdict.h"
 
 namespace faultline {
 
@@ -29,11 +30,7 @@ enum class RankRole { kRootCause, kCollateral, kClean, kKilledByTeardown, kSurvi
 std::string roleName(RankRole r);
 std::optional<RankRole> roleFromName(const std::string& name);
 
-// The closed set of run verdicts. Only kPass and kClean are not failures.
-enum class Verdict { kPass, kFail, kUnresolved, kUnsupported, kDiagnosed, kClean, kIncomplete, kError };
-std::string verdictName(Verdict v);
-std::optional<Verdict> verdictFromName(const std::string& name);
-bool verdictIsFailure(Verdict v);
+// Verdicts and what each means: harness/model/verdict.h.
 
 enum class Escalation { kNone, kSigterm, kSigkill };
 std::string escalationName(Escalation e);
@@ -54,6 +51,11 @@ struct StackInfo {
 struct LauncherInfo {
   std::optional<int> exit_code;
   std::optional<std::string> signal;
+  // The rank the launcher itself blamed (torchrun's "Root Cause" block), and
+  // whether that is the root cause's rank; null when the launcher blamed none
+  // or faultline names no root-cause rank.
+  std::optional<int> blamed_rank;
+  std::optional<bool> blamed_correctly;
 };
 
 struct Location {

@@ -137,6 +137,17 @@ json toJson(const SupervisorRecord& r) {
         {"stack_dumps", dumps}}},
   };
   if (r.harness_fds) out["harness_fds"] = {{"before", r.harness_fds->before}, {"after", r.harness_fds->after}};
+  if (r.instruments) {
+    auto path = [](const std::string& p) { return p.empty() ? json(nullptr) : json(p); };
+    out["instruments"] = {{"python_shim", path(r.instruments->python_shim)}, {"preload", path(r.instruments->preload)}};
+  }
+  json timeline = json::array();
+  for (const auto& t : r.timeline) {
+    timeline.push_back({{"t_ms", t.t_ms}, {"rank", t.rank ? json(*t.rank) : json(nullptr)}, {"what", t.what}});
+  }
+  out["timeline"] = timeline;
+  out["notes"] = r.notes;
+  out["interrupted"] = r.interrupted;
   return out;
 }
 
@@ -221,6 +232,24 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
       const json& f = at(j, "harness_fds", "$");
       r.harness_fds = HarnessFds{get<int>(f, "before", "$.harness_fds"), get<int>(f, "after", "$.harness_fds")};
     }
+    if (j.contains("instruments")) {
+      const json& in = at(j, "instruments", "$");
+      r.instruments = RunInstruments{getOpt<std::string>(in, "python_shim", "$.instruments").value_or(""),
+                                     getOpt<std::string>(in, "preload", "$.instruments").value_or("")};
+    }
+    if (j.contains("timeline")) {
+      for (const auto& t : array(j, "timeline", "$")) {
+        r.timeline.push_back({get<double>(t, "t_ms", "$.timeline"), getOpt<int>(t, "rank", "$.timeline"),
+                              get<std::string>(t, "what", "$.timeline")});
+      }
+    }
+    if (j.contains("notes")) {
+      for (const auto& n : array(j, "notes", "$")) {
+        if (!n.is_string()) throw FieldError{"$.notes", "not a string"};
+        r.notes.push_back(n.get<std::string>());
+      }
+    }
+    if (j.contains("interrupted")) r.interrupted = get<bool>(j, "interrupted", "$");
   } catch (const FieldError& e) {
     return fail(ErrorCode::kBadInput, e.what, e.path);
   }

@@ -93,6 +93,12 @@ struct HarnessFds {
   int after = 0;
 };
 
+// The black-box instruments the run was given (empty: none, --no-instrument).
+struct RunInstruments {
+  std::string python_shim;  // the shim's directory
+  std::string preload;      // the LD_PRELOAD interposer
+};
+
 struct SupervisorRecord {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -106,6 +112,13 @@ struct SupervisorRecord {
   TeardownRecord teardown;
   std::vector<ProcessExit> process_exits;  // optional in the file; empty under the builtin launcher
   std::optional<HarnessFds> harness_fds;   // optional in the file
+  // Optional in the file (older records lack them): what report.json needs
+  // beside the facts above, so that the report can be built again from the
+  // run directory alone (faultline explain).
+  std::optional<RunInstruments> instruments;
+  std::vector<TimelineEntry> timeline;  // the supervisor's, t_ms since the run started
+  std::vector<std::string> notes;       // harness-side problems during the run (not the stack's)
+  bool interrupted = false;             // SIGINT/SIGTERM to faultline ended it
 };
 
 nlohmann::json toJson(const SupervisorRecord& r);

@@ -15,7 +15,7 @@ const json& reportShape() {
     "schema": null,
     "scenario": {"name": null, "file": null},
     "stack": {"launcher": null, "command": [null], "world_size": null, "torch": null},
-    "launcher": {"exit_code": null, "signal": null},
+    "launcher": {"exit_code": null, "signal": null, "blamed_rank": null, "blamed_correctly": null},
     "root_cause": {"kind": null, "rank": null, "summary": null, "exception_type": null, "message": null,
                    "location": {"file": null, "line": null}, "symbol": null, "signal": null,
                    "exit_code": null, "collective": {"op": null, "seq": null},

@@ -65,9 +65,9 @@ Result<SupervisedRun> superviseRun(const SuperviseOptions& in) {
   const int fds_before = countOpenFds();
   InterruptGate gate;
   if (opts.launch.run_id.empty()) opts.launch.run_id = newRunId();
-  launch::RunLayout layout(launch::absolutePath(opts.out_dir));
-  if (auto r = layout.create(0); !r) return tl::unexpected(r.error());
-  if (auto r = layout.clearPrevious(); !r) return tl::unexpected(r.error());
+  RunLayout layout(launch::absolutePath(opts.out_dir));
+  if (auto r = launch::createRunDirs(layout, 0); !r) return tl::unexpected(r.error());
+  if (auto r = launch::clearPreviousRun(layout); !r) return tl::unexpected(r.error());
   auto containment = Containment::create(opts.launch.run_id, opts.allow_cgroup);
   if (!containment) return tl::unexpected(containment.error());
   SupervisedRun run;

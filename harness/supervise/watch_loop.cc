@@ -26,7 +26,7 @@ std::string outcomeText(const ProcessOutcome& o) {
 
 }  // namespace
 
-WatchLoop::WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layout, Containment& containment)
+WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Containment& containment)
     : opts_(opts),
       layout_(layout),
       containment_(containment),
@@ -71,7 +71,7 @@ Result<void> WatchLoop::start() {
   armInotify();
   const auto placement = containment_.placement();
   if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
-    if (auto r = layout_.create(opts_.launch.nproc); !r) return r;
+    if (auto r = launch::createRunDirs(layout_, opts_.launch.nproc); !r) return r;
     for (int rank = 0; rank < opts_.launch.nproc; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
     std::vector<launch::LaunchedProcess> started;
     auto launched = launch::launchBuiltin(opts_.launch, layout_, placement, started);
@@ -87,8 +87,8 @@ Result<void> WatchLoop::start() {
     }
     world_size_hint_ = opts_.launch.nproc;
   } else {
-    if (auto r = layout_.create(0); !r) return r;
-    if (auto r = layout_.createLauncherDir(); !r) return r;
+    if (auto r = launch::createRunDirs(layout_, 0); !r) return r;
+    if (auto r = launch::createLauncherDir(layout_); !r) return r;
     addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
     addWatch(layout_.launcherDir(), WatchKind::kLauncherDir, -1);
     if (opts_.allow_proc_connector) openProcEvents();

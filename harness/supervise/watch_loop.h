@@ -67,7 +67,7 @@ struct RankState {
 
 class WatchLoop {
  public:
-  WatchLoop(const SuperviseOptions& opts, const launch::RunLayout& layout, Containment& containment);
+  WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Containment& containment);
   ~WatchLoop();
 
   // Spawns the stack; kBadUsage/kIo/kSystem when nothing could start.
@@ -126,7 +126,7 @@ class WatchLoop {
   bool allRanksReaped() const;
 
   const SuperviseOptions& opts_;
-  const launch::RunLayout& layout_;
+  const RunLayout& layout_;
   Containment& containment_;
 
   asio::io_context io_;

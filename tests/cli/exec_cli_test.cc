@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
@@ -108,6 +109,23 @@ TEST(ExecCli, FailingRankExitsOneWithStderrTail) {
   EXPECT_EQ(report->ranks[0].role, RankRole::kKilledByTeardown);
 }
 
+TEST(ExecCli, ExplainBuildsTheSameReportAsTheLiveRun) {
+  // explain takes the live run's path (supervisor.json, diagnosis, assembly):
+  // from the same run directory, the same report (on main it patched the
+  // stored report in place and lost nothing only by luck).
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "2", "--grace", "1", "-o", out, "--", hostilePath(), "1=exit:3", "*=sleep:60"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");
+  auto e = runFaultline({"explain", out, "--json"}, dir / "explain");
+  EXPECT_EQ(exitStatus(e), 1) << readFile(dir / "explain");
+  const auto stored = nlohmann::json::parse(readFile(out + "/report.json"));
+  const auto again = nlohmann::json::parse(readFile(dir / "explain"));
+  EXPECT_EQ(again, stored) << again.dump(1);
+}
+
 TEST(ExecCli, BadUsageExitsTwoWithoutReport) {
   LeakGuard guard;
   TempDir dir;
@@ -205,6 +223,62 @@ TEST(ExecCli, ExternalTorchrunExecReportsLauncherAndRanks) {
   EXPECT_NE(report->launcher.exit_code, 0);
   EXPECT_EQ(report->extra["trigger"]["rank"], 0);
   EXPECT_TRUE(fileExists(out + "/launcher/stderr"));
+}
+
+// A rank that forms a process group and exits 0 without destroying it: a
+// no_pg_destroy finding, severity warning (written by hand, no torch needed).
+const char* kNoPgDestroy =
+    "printf '{\"t\":%s,\"rank\":0,\"pid\":%d,\"ev\":\"pg_init\",\"backend\":\"gloo\"}\\n' "
+    "\"$(date +%s%N)\" $$ >> \"$FAULTLINE_EVENTS\"";
+
+TEST(ExecCli, AWarningFindingIsReportedAndDoesNotFailTheRun) {
+  // Errors fail, warnings are reported: a correct program that never calls
+  // destroy_process_group exits 0 (on main it was exit 1, verdict diagnosed).
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--no-instrument", "-o", out, "--", "/bin/sh", "-c", kNoPgDestroy}, dir / "log");
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  ASSERT_EQ(report->findings.size(), 1u) << readFile(out + "/report.json");
+  EXPECT_EQ(report->findings[0].kind, Kind::kNoPgDestroy);
+  EXPECT_EQ(report->findings[0].severity, "warning");
+  EXPECT_EQ(report->verdict, Verdict::kClean);
+  EXPECT_NE(readFile(dir / "log").find("warning: no_pg_destroy"), std::string::npos) << readFile(dir / "log");
+  // explain, the same path again, agrees.
+  EXPECT_EQ(exitStatus(runFaultline({"explain", out}, dir / "explain")), 0) << readFile(dir / "explain");
+
+  // --fail-on warning: warnings fail too.
+  auto strict = runFaultline({"exec", "--no-instrument", "--fail-on", "warning", "-o", out, "--", "/bin/sh", "-c",
+                              kNoPgDestroy},
+                             dir / "log");
+  EXPECT_EQ(exitStatus(strict), 1) << readFile(dir / "log");
+  report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->verdict, Verdict::kDiagnosed);
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--fail-on", "info", "--", "/bin/true"}, dir / "log")), 2);
+}
+
+TEST(ExecCli, SupervisorJsonCarriesWhatTheReportNeeds) {
+  // The run directory is the only channel between supervise and the report:
+  // supervisor.json holds the timeline, notes, interruption and instruments
+  // (on main they went from memory into report.json, and explain lost them).
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "-o", out, "--", hostilePath(), "*=ok"}, dir / "log");
+  EXPECT_EQ(exitStatus(f), 0) << readFile(dir / "log");
+  auto sup = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(sup) << sup.error().str();
+  EXPECT_FALSE(sup->timeline.empty());
+  EXPECT_FALSE(sup->interrupted);
+  ASSERT_TRUE(sup->instruments);
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_TRUE(report->extra.contains("instruments"));
+  EXPECT_TRUE(report->launcher.blamed_rank == std::nullopt);
+  EXPECT_TRUE(report->launcher.blamed_correctly == std::nullopt);
 }
 
 TEST(ExecCli, ExplainReadsAFinishedRun) {

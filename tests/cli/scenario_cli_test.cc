@@ -122,6 +122,53 @@ TEST_F(ScenarioCli, UnsupportedStackIsReportedWithItsReason) {
   EXPECT_NE(junit.find("<skipped message=\"unsupported: scenario &#39;builtin-only&#39; applies"), std::string::npos) << junit;
 }
 
+TEST_F(ScenarioCli, AScenarioThatRanOnNoStackIsSaidLoudlyAndStrictFailsIt) {
+  auto s = hostileScenario("builtin-only", "\"root_cause.rank\" = 1\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " --stack launch -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: scenario builtin-only ran on no stack"), std::string::npos) << r.out;
+  r = faultline("run " + s.string() + " --stack launch --strict -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+  // Still a skip in junit.xml: --strict is about the exit status.
+  EXPECT_NE(slurp(out / "junit.xml").find("<skipped message="), std::string::npos);
+  r = faultline("suite " + s.string() + " --stack launch -o " + (dir_ / "suite").string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: scenario builtin-only ran on no stack"), std::string::npos) << r.out;
+  r = faultline("suite " + s.string() + " --stack launch --strict -o " + (dir_ / "suite").string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+}
+
+TEST_F(ScenarioCli, WhatTheLauncherBlamedIsAnExpectationPath) {
+  // launcher.blamed_rank / blamed_correctly are report.json fields (on main
+  // the path was rejected, exit 2). The builtin launcher blames nobody.
+  auto s = hostileScenario("blame", "\"root_cause.rank\" = 1\n\"launcher.blamed_rank\" = { null = true }\n"
+                                    "\"launcher.blamed_correctly\" = { null = true }\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "pass");
+  EXPECT_TRUE(report["launcher"].contains("blamed_rank"));
+  EXPECT_TRUE(report["launcher"]["blamed_correctly"].is_null());
+}
+
+TEST_F(ScenarioCli, FailOnWarningFailsAPassingRunThatReportsAWarning) {
+  // A rank that forms a process group and exits 0 without destroying it.
+  write("nopg.sh", "printf '{\"t\":%s,\"rank\":0,\"pid\":%d,\"ev\":\"pg_init\",\"backend\":\"gloo\"}\\n' "
+                   "\"$(date +%s%N)\" $$ >> \"$FAULTLINE_EVENTS\"\n");
+  auto s = write("nopg.toml",
+                 "name = \"nopg\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\ntrainer = \"command\"\n"
+                 "command = [\"/bin/sh\", \"nopg.sh\"]\nworld_size = 1\n"
+                 "[expect]\n\"findings.kind\" = { contains = \"no_pg_destroy\" }\n\"root_cause\" = { null = true }\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " --no-instrument -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out << slurp(out / "report.json");
+  EXPECT_EQ(nlohmann::json::parse(slurp(out / "report.json"))["verdict"], "pass");
+  r = faultline("run " + s.string() + " --no-instrument --fail-on warning -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+}
+
 TEST_F(ScenarioCli, ListPrintsTheCatalog) {
   auto r = faultline(std::string("list ") + FL_SOURCE_DIR "/scenarios", dir_ / "log");
   EXPECT_EQ(r.status, 0);

@@ -38,10 +38,9 @@ TEST_P(Fixture, DiagnosisMatchesExpected) {
   ASSERT_TRUE(fs::exists(expected_path)) << "fixture without expected.json: " << dir;
   const json want = json::parse(testing::slurp(expected_path));
 
-  Report report;
-  auto ok = diagnoseRun(dir, report);
+  auto ok = testing::diagnosedReport(dir);
   ASSERT_TRUE(ok) << ok.error().str();
-  const json got = toJson(report);
+  const json got = toJson(*ok);
   SCOPED_TRACE(got["root_cause"].dump(1));
 
   const json& wrc = want.at("root_cause");
@@ -91,10 +90,14 @@ INSTANTIATE_TEST_SUITE_P(Captured, Fixture, ::testing::ValuesIn(fixtureNames()),
 
 TEST(FixtureCorpus, TorchrunNamesTheWrongRankWeDoNot) {
   // The known failure of the launcher (issue 4): its "Root Cause" picks rank 0.
-  Report report;
-  ASSERT_TRUE(diagnoseRun(testing::fixture("torchrun_name_error"), report));
-  ASSERT_TRUE(report.root_cause);
-  EXPECT_EQ(report.root_cause->rank, 1);
+  auto report = testing::diagnosedReport(testing::fixture("torchrun_name_error"));
+  ASSERT_TRUE(report);
+  ASSERT_TRUE(report->root_cause);
+  EXPECT_EQ(report->root_cause->rank, 1);
+  // What torchrun blamed is data: rank 0, and wrong.
+  EXPECT_EQ(report->launcher.blamed_rank, 0);
+  EXPECT_EQ(report->launcher.blamed_correctly, false);
+  EXPECT_EQ(report->extra["launcher_root_cause_rank"], 0);
   const std::string stderr_text = testing::slurp(testing::fixture("torchrun_name_error/launcher/stderr"));
   const size_t rc = stderr_text.find("Root Cause (first observed failure):");
   ASSERT_NE(rc, std::string::npos);
@@ -102,8 +105,7 @@ TEST(FixtureCorpus, TorchrunNamesTheWrongRankWeDoNot) {
 }
 
 TEST(FixtureCorpus, MissingDirectoryIsAnIoError) {
-  Report report;
-  auto r = diagnoseRun("/nonexistent/run", report);
+  auto r = diagnoseRun("/nonexistent/run");
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, ErrorCode::kIo);
 }
@@ -111,10 +113,10 @@ TEST(FixtureCorpus, MissingDirectoryIsAnIoError) {
 TEST(FixtureCorpus, EmptyDirectoryIsClean) {
   const std::string dir = ::testing::TempDir() + "/empty_run";
   fs::create_directories(dir);
-  Report report;
-  ASSERT_TRUE(diagnoseRun(dir, report));
-  EXPECT_FALSE(report.root_cause);
-  EXPECT_TRUE(report.findings.empty());
+  auto d = diagnoseRun(dir);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->root_cause);
+  EXPECT_TRUE(d->findings.empty());
 }
 
 }  // namespace
@@ -123,26 +125,35 @@ TEST(FixtureCorpus, EmptyDirectoryIsClean) {
 namespace faultline::diagnose {
 namespace {
 
-TEST(FixtureCorpus, DiagnosingTwiceIsIdempotent) {
-  Report report;
-  ASSERT_TRUE(diagnoseRun(testing::fixture("builtin_name_error"), report));
-  const json once = toJson(report);
-  ASSERT_TRUE(diagnoseRun(testing::fixture("builtin_name_error"), report));
-  EXPECT_EQ(toJson(report), once);
-  EXPECT_FALSE(report.timeline.empty());
+TEST(FixtureCorpus, DiagnosingTwiceGivesTheSameReport) {
+  // A pure function of the run directory.
+  auto once = testing::diagnosedReport(testing::fixture("builtin_name_error"));
+  auto twice = testing::diagnosedReport(testing::fixture("builtin_name_error"));
+  ASSERT_TRUE(once && twice);
+  EXPECT_EQ(toJson(*twice), toJson(*once));
+  EXPECT_FALSE(once->timeline.empty());
 }
 
-TEST(FixtureCorpus, KeepsWhatTheHarnessRecorded) {
-  Report report;
-  RankReport r0;
+TEST(FixtureCorpus, KeepsWhatTheSupervisorRecorded) {
+  // The supervisor's facts win over what the files say; the diagnosis gives
+  // roles, and fills what the supervisor did not see (rank 1 here).
+  auto d = diagnoseRun(testing::fixture("torchrun_name_error"));
+  ASSERT_TRUE(d);
+  assemble::RunValues values;
+  values.diagnosis = std::move(*d);
+  SupervisorRecord rec;
+  rec.launcher = "external";
+  rec.world_size = 2;
+  SupervisedRank r0;
   r0.rank = 0;
   r0.pid = 4242;
-  r0.stderr_tail = "from the harness";
-  report.ranks.push_back(r0);
-  ASSERT_TRUE(diagnoseRun(testing::fixture("torchrun_name_error"), report));
+  r0.signal = "SIGTERM";
+  rec.ranks.push_back(r0);
+  values.supervisor = rec;
+  const Report report = assemble::assembleReport(values, {});
   ASSERT_EQ(report.ranks.size(), 2u);
   EXPECT_EQ(report.ranks[0].pid, 4242);
-  EXPECT_EQ(report.ranks[0].stderr_tail, "from the harness");
+  EXPECT_EQ(report.ranks[0].signal, "SIGTERM");
   EXPECT_EQ(report.ranks[0].role, RankRole::kCollateral);
   EXPECT_EQ(report.ranks[1].role, RankRole::kRootCause);
   EXPECT_NE(report.ranks[1].stderr_tail.find("NameError"), std::string::npos);  // from torchrun's log file

@@ -1,10 +1,14 @@
-// Helpers shared by the diagnosis tests: fixture paths and file reading.
+// Helpers shared by the diagnosis tests: fixture paths, file reading, and a
+// run directory's diagnosis as report.json would show it.
 #pragma once
 
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "harness/assemble/assemble.h"
+#include "harness/diagnose/diagnose.h"
 
 namespace faultline::diagnose::testing {
 
@@ -22,6 +26,15 @@ inline std::string slurp(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The diagnosis of DIR alone (no supervisor record, no scenario), assembled into a report.
+inline Result<Report> diagnosedReport(const std::string& dir) {
+  auto d = diagnoseRun(dir);
+  if (!d) return tl::unexpected(d.error());
+  assemble::RunValues values;
+  values.diagnosis = std::move(*d);
+  return assemble::assembleReport(values, {});
 }
 
 }  // namespace faultline::diagnose::testing

@@ -48,10 +48,9 @@ std::string consoleOnlyRun(const std::string& name, const std::string& text) {
 }
 
 Report diagnose(const std::string& dir) {
-  Report report;
-  auto ok = diagnoseRun(dir, report);
+  auto ok = testing::diagnosedReport(dir);
   EXPECT_TRUE(ok) << (ok ? "" : ok.error().str());
-  return report;
+  return ok ? *ok : Report{};
 }
 
 TEST(Torch2LauncherLog, ChildFailedErrorEntriesAreIndexedNotRanked) {

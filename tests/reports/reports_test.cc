@@ -235,7 +235,8 @@ Report hostileEverywhere() {
   Report r;
   r.scenario = ScenarioRef{h, h};
   r.stack = {h, {h, h}, 2, h};
-  r.launcher = {1, h};
+  r.launcher.exit_code = 1;
+  r.launcher.signal = h;
   RootCause rc;
   rc.kind = Kind::kPythonException;
   rc.rank = 1;

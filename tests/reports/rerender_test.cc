@@ -215,6 +215,25 @@ TEST_F(ReRender, ExplainDiagnosesAgainAndStartsNothing) {
   expectNothingStarted(trace);
 }
 
+TEST_F(ReRender, ExecWritesReportJsonOncePerRun) {
+  // One assembly, one write (on main report.json was written before the
+  // diagnosis and again after it).
+  if (::access("/usr/bin/strace", X_OK) != 0) GTEST_SKIP() << "unsupported: /usr/bin/strace is not installed (ci/deps installs it)";
+  const fs::path out = dir_ / "exec";
+  int rc = 0;
+  const auto trace = strace(dir_, {"exec", "--no-instrument", "-o", out.string(), "--", "/bin/true"}, &rc);
+  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  }
+  ASSERT_EQ(rc, 0) << slurp(dir_ / "log");
+  const std::string target = (out / "report.json").string() + "\"";
+  int writes = 0;
+  for (const auto& line : trace) {
+    if (line.find("rename") != std::string::npos && line.find(target) != std::string::npos) ++writes;
+  }
+  EXPECT_EQ(writes, 1) << slurp(dir_ / "trace");
+}
+
 TEST_F(ReRender, SuiteRunDirectoriesCannotLeaveTheSuite) {
   // A suite report.json pointing a run directory outside the suite: refused
   // (exit 2) before anything is read there or written.

@@ -219,6 +219,13 @@ TEST(ReportPaths, KnownAndUnknown) {
   }
 }
 
+TEST(ReportPaths, WhatTheLauncherBlamedIsAPath) {
+  // Regression: on main these were rejected when the scenario was read.
+  EXPECT_TRUE(isReportPath("launcher.blamed_rank"));
+  EXPECT_TRUE(isReportPath("launcher.blamed_correctly"));
+  EXPECT_FALSE(isReportPath("launcher.blamed"));
+}
+
 }  // namespace
 }  // namespace faultline::scenario
 
