@@ -36,7 +36,7 @@ TEST_P(Fixture, DiagnosisMatchesExpected) {
   const std::string dir = testing::fixture(GetParam());
   const std::string expected_path = dir + "/expected.json";
   ASSERT_TRUE(fs::exists(expected_path)) << "fixture without expected.json: " << dir;
-  const json want = json::parse(testing::slurp(expected_path));
+  const json want = json::parse(testing::readFile(expected_path));
 
   Report report;
   auto ok = diagnoseRun(dir, report);
@@ -95,7 +95,7 @@ TEST(FixtureCorpus, TorchrunNamesTheWrongRankWeDoNot) {
   ASSERT_TRUE(diagnoseRun(testing::fixture("torchrun_name_error"), report));
   ASSERT_TRUE(report.root_cause);
   EXPECT_EQ(report.root_cause->rank, 1);
-  const std::string stderr_text = testing::slurp(testing::fixture("torchrun_name_error/launcher/stderr"));
+  const std::string stderr_text = testing::readFile(testing::fixture("torchrun_name_error/launcher/stderr"));
   const size_t rc = stderr_text.find("Root Cause (first observed failure):");
   ASSERT_NE(rc, std::string::npos);
   EXPECT_NE(stderr_text.find("rank      : 0 (local_rank: 0)", rc), std::string::npos);
@@ -167,7 +167,7 @@ TEST(FixtureCorpus, ParsersSurviveTruncatedAndCorruptedCaptures) {
     if (!e.is_regular_file() || e.file_size() > (1 << 20)) continue;
     const std::string name = e.path().filename().string();
     if (name == "expected.json" || name == "capture.sh" || name == "README.md") continue;
-    const std::string text = testing::slurp(e.path().string());
+    const std::string text = testing::readFile(e.path().string());
     ++files;
     const size_t step = std::max<size_t>(1, text.size() / 61);
     for (size_t cut = 0; cut <= text.size(); cut += step) {

@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include "tests/support/files.h"
 
 namespace faultline::diagnose::testing {
 
@@ -17,11 +17,7 @@ inline std::string fixtureDir() { return sourceDir() + "/tests/fixtures/diagnose
 
 inline std::string fixture(const std::string& rel) { return fixtureDir() + "/" + rel; }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole file (tests/support).
+using faultline::testing::readFile;
 
 }  // namespace faultline::diagnose::testing
