@@ -83,7 +83,9 @@ TEST(Utf8, SanitizeIsWellFormedAndIdempotentOnEdgeBytes) {
           const std::string fixed = sanitizeUtf8(s);
           ASSERT_TRUE(wellFormed(fixed)) << ::testing::PrintToString(s);
           ASSERT_EQ(sanitizeUtf8(fixed), fixed) << ::testing::PrintToString(s);
-          if (wellFormed(s)) ASSERT_EQ(fixed, s);
+          if (wellFormed(s)) {
+            ASSERT_EQ(fixed, s);
+          }
           ++checked;
         }
       }
