@@ -37,7 +37,6 @@
 #include "tests/support/utf8_oracle.h"
 #include "tests/test_scale.h"
 
-
 namespace faultline {
 namespace {
 
@@ -148,9 +147,9 @@ Harness startHarness(const std::string& dir, const std::vector<std::string>& arg
   return startHarness(dir + "/run", dir + "/harness.log", args, subreaper);
 }
 
-// Waits for the harness's end with a generous bound; a harness still running
-// after it is a failure (and is killed, so that the test goes on).
-// 90 s, stretched under a sanitizer (tests/test_scale.h).
+// Waits for the harness's end with a generous bound (90 s, stretched under a
+// sanitizer); a harness still running after it is a failure (and is killed,
+// so that the test goes on).
 Ended waitHarness(const Harness& h, std::chrono::milliseconds limit = testing::scaled(std::chrono::seconds(90))) {
   Ended e;
   static_cast<testing::Outcome&>(e) = testing::waitChild(h.pid, limit);

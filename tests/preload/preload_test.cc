@@ -25,7 +25,6 @@
 #include "tests/support/files.h"
 #include "tests/support/process.h"
 
-
 namespace {
 
 namespace fs = std::filesystem;
