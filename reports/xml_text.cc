@@ -27,8 +27,8 @@ std::string stripForbidden(const std::string& in) {
       out.append(in, i, len);
       i += len;
     } else {
-      out.append("\xef\xbf\xbd");
-      ++i;
+      out.append("\xef\xbf\xbd");  // one per maximal subpart, as sanitizeUtf8
+      i += utf8InvalidLength(s + i, n - i);
     }
   }
   return out;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <set>
 
+#include "harness/diagnose/rank_list.h"
+
 namespace faultline::diagnose {
 namespace {
 
@@ -34,13 +36,9 @@ std::map<int, std::map<int64_t, Call>> collect(const std::map<int, const EventLo
   return out;
 }
 
-std::string joinRanks(const std::vector<int>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? (i + 1 == v.size() ? " and " : ", ") : "") + std::to_string(v[i]);
-  return s;
+std::string ranksWord(const std::vector<int>& v) {
+  return (v.size() == 1 ? "rank " : "ranks ") + joinRanks(v, ListStyle::kAnd);
 }
-
-std::string ranksWord(const std::vector<int>& v) { return (v.size() == 1 ? "rank " : "ranks ") + joinRanks(v); }
 
 }  // namespace
 

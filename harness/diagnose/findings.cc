@@ -9,16 +9,11 @@
 #include <unordered_map>
 
 #include "harness/diagnose/instruments.h"
+#include "harness/diagnose/rank_list.h"
 #include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
 namespace {
-
-std::string joinRanks(const std::vector<int>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
 
 std::string fmt(double v, int prec = 4) {
   char buf[64];

@@ -9,25 +9,12 @@
 namespace faultline::diagnose {
 
 std::string sanitizeReportText(const std::string& in) {
-  std::string out;
-  out.reserve(in.size());
-  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
-  size_t i = 0, n = in.size();
-  while (i < n) {
-    unsigned char c = s[i];
-    // Surrogates and overlong forms too: the renderers copy this text into XML.
-    const size_t len = utf8SequenceLength(s + i, n - i);
-    if (len > 0) {
-      if (len == 1 && c < 0x20 && c != '\n' && c != '\t' && c != '\r') {
-        out.push_back('?');
-      } else {
-        out.append(in, i, len);
-      }
-      i += len;
-    } else {
-      out.append("\xef\xbf\xbd");  // U+FFFD
-      ++i;
-    }
+  // The one UTF-8 policy, then what report text adds: no control characters
+  // (a terminal escape in a rank's stderr must not reach a reader's terminal).
+  std::string out = sanitizeUtf8(in);
+  for (char& c : out) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 && c != '\n' && c != '\t' && c != '\r') c = '?';
   }
   return out;
 }

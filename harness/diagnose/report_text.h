@@ -1,6 +1,5 @@
 // Rank output as report.json carries it (ranks[].stderr_tail, trigger.detail):
-// valid UTF-8 without control characters. Moved from the CLI unchanged; the
-// one UTF-8 policy (harness/model/utf8.h) is to replace it.
+// valid UTF-8 (the one policy, harness/model/utf8.h) without control characters.
 #pragma once
 
 #include <cstddef>
@@ -8,8 +7,8 @@
 
 namespace faultline::diagnose {
 
-// Control characters but \n, \t, \r become '?'; each invalid UTF-8 byte
-// (surrogates and overlong forms too) becomes U+FFFD.
+// sanitizeUtf8 (ill-formed sequences, surrogates and overlong forms become
+// U+FFFD), then control characters but \n, \t, \r become '?'.
 std::string sanitizeReportText(const std::string& in);
 
 // The last `limit` bytes of a file, cut at a line start when one is near,

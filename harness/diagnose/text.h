@@ -1,4 +1,4 @@
-// Text helpers for evidence files: bounded reads, line splitting, UTF-8 repair,
+// Text helpers for evidence files: bounded reads, line splitting,
 // and the `[default1]:` / `[1]:` prefixes launchers put on rank output.
 #pragma once
 
@@ -7,6 +7,9 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+// sanitizeUtf8, the one UTF-8 repair (U+FFFD per maximal subpart), for evidence going into JSON.
+#include "harness/model/utf8.h"
 
 namespace faultline::diagnose {
 
@@ -19,9 +22,6 @@ inline constexpr size_t kMaxLogBytes = 1 << 20;
 std::optional<std::string> readTail(const std::string& path, size_t max_bytes = kMaxLogBytes);
 // The whole file, or nullopt.
 std::optional<std::string> readAll(const std::string& path);
-
-// Replaces every invalid UTF-8 sequence with U+FFFD, so evidence can go into JSON.
-std::string sanitizeUtf8(std::string_view s);
 
 // Lines without their terminator ("\n" or "\r\n"); a last line without "\n" is kept.
 std::vector<std::string_view> splitLines(std::string_view text);

@@ -1,8 +1,13 @@
-// One UTF-8 validator for every place where bytes a rank wrote become report
-// text (stderr tails in report.json, the rendered JUnit, Markdown and HTML).
+// One UTF-8 policy for every place where bytes a rank wrote become report
+// text (stderr tails in report.json, the rendered JUnit, Markdown and HTML,
+// evidence the diagnosis quotes). The C escaper that the probe and the
+// interposer write events with (harness/probe/json_escape.h) applies the same
+// rules to the same bytes.
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <string_view>
 
 namespace faultline {
 
@@ -12,30 +17,19 @@ namespace faultline {
 // The byte ranges are those of Unicode's table 3-7; a check of the lead byte
 // and the 10xxxxxx pattern alone lets "\xed\xa0\x80" through, which XML
 // parsers and browsers reject.
-inline size_t utf8SequenceLength(const unsigned char* s, size_t n) {
-  if (n == 0) return 0;
-  const unsigned char c = s[0];
-  if (c < 0x80) return 1;
-  size_t len = 0;
-  unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    if (c == 0xe0) lo = 0xa0;  // overlong below U+0800
-    if (c == 0xed) hi = 0x9f;  // surrogates
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    if (c == 0xf0) lo = 0x90;  // overlong below U+10000
-    if (c == 0xf4) hi = 0x8f;  // above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (n < len || s[1] < lo || s[1] > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if ((s[k] & 0xc0) != 0x80) return 0;
-  }
-  return len;
-}
+size_t utf8SequenceLength(const unsigned char* s, size_t n);
+
+// Where utf8SequenceLength(s, n) is 0 (and n > 0): the length (1-3) of the
+// maximal subpart at s, the longest prefix that could still begin a
+// well-formed sequence (at least 1 byte). One U+FFFD replaces each maximal
+// subpart, as Unicode's chapter 3 recommends and as Python's
+// errors="replace" and browsers decode: "\xe2\x82" (a truncated U+20AC) is one
+// U+FFFD, "\xed\xa0\x80" (a surrogate) three, "\xc0\xaf" (overlong) two.
+size_t utf8InvalidLength(const unsigned char* s, size_t n);
+
+// `s` with each maximal subpart of an ill-formed sequence replaced by U+FFFD
+// (EF BF BD); well-formed text, control characters included, is unchanged.
+// Idempotent; the result is what strict JSON and XML writers accept as UTF-8.
+std::string sanitizeUtf8(std::string_view s);
 
 }  // namespace faultline

@@ -23,6 +23,8 @@
 #include <string>
 #include <typeinfo>
 
+#include "harness/probe/json_escape.h"
+
 namespace {
 
 std::atomic<int> g_fd{-1};
@@ -56,52 +58,9 @@ class LineBuf {
     static const char kDigits[] = "0123456789abcdef";
     for (int i = width - 1; i >= 0; --i) put(kDigits[(v >> (4 * i)) & 0xf]);
   }
-  // A JSON string literal; control characters escaped, invalid UTF-8 passed as
-  // U+FFFD so a reader never rejects the line.
-  void str(const char* s) {
-    if (!s) {
-      raw("null");
-      return;
-    }
-    put('"');
-    const auto* p = reinterpret_cast<const unsigned char*>(s);
-    while (*p) {
-      unsigned char c = *p;
-      if (c == '"' || c == '\\') {
-        put('\\');
-        put(static_cast<char>(c));
-        ++p;
-      } else if (c == '\n') {
-        raw("\\n");
-        ++p;
-      } else if (c == '\t') {
-        raw("\\t");
-        ++p;
-      } else if (c == '\r') {
-        raw("\\r");
-        ++p;
-      } else if (c < 0x20 || c == 0x7f) {
-        raw("\\u00");
-        hex(c, 2);
-        ++p;
-      } else if (c < 0x80) {
-        put(static_cast<char>(c));
-        ++p;
-      } else {
-        int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-        bool ok = len > 0;
-        for (int i = 1; ok && i < len; ++i) ok = (p[i] & 0xc0) == 0x80;
-        if (ok) {
-          raw(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
-          p += len;
-        } else {
-          raw("\\ufffd");
-          ++p;
-        }
-      }
-    }
-    put('"');
-  }
+  // A JSON string literal (harness/probe/json_escape.h): control characters
+  // escaped, ill-formed UTF-8 as \ufffd, so a reader never rejects the line.
+  void str(const char* s) { len_ = fl_json_string(data_, cap_, len_, s); }
   void key(const char* k) {
     put(',');
     str(k);

@@ -2,10 +2,6 @@
 // the faultline binary run with an environment of the test's choosing.
 #pragma once
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <fstream>
 #include <map>
 #include <string>
@@ -15,8 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/supervise/test_support.h"
-
-extern char** environ;
 
 namespace faultline::blackbox {
 
@@ -35,36 +29,18 @@ inline int lineOf(const std::string& file, const std::string& needle) {
   return -1;
 }
 
-// Runs faultline with the harness's environment plus `extra` (an empty value unsets).
+// Runs faultline with the harness's environment plus `extra` (an empty value
+// sets the variable to ""); its stdout and stderr in `log`. The exit code, or
+// -1 when it did not exit.
 inline int runFaultline(const std::vector<std::string>& args, const std::string& log,
                  const std::map<std::string, std::string>& extra = {}) {
-  std::vector<std::string> all{FL_FAULTLINE};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    const size_t eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  for (const auto& [k, v] : extra) env[k] = v;
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, FL_FAULTLINE, &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  testing::SpawnOptions o;
+  o.argv = {FL_FAULTLINE};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = testing::environmentWith(extra);
+  o.stdout_path = log;
+  o.stderr_to_stdout = true;
+  return testing::runChild(o).code();
 }
 
 inline json readJson(const std::string& path) {

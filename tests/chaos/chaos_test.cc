@@ -9,7 +9,6 @@
 // memory, and no descriptor leaked by the supervise stage.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -21,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -34,9 +34,8 @@
 #include "harness/supervise/cgroup.h"
 #include "harness/supervise/proc_fs.h"
 #include "tests/supervise/test_support.h"
+#include "tests/support/utf8_oracle.h"
 #include "tests/test_scale.h"
-
-extern char** environ;
 
 namespace faultline {
 namespace {
@@ -118,17 +117,10 @@ struct Harness {
   Clock::time_point started;
 };
 
-struct Ended {
-  int status = -1;
-  long maxrss_kb = 0;  // the harness and every process it reaped (an upper bound of its own)
+// How the harness ended (status, ru_maxrss: the harness and every process it
+// reaped, an upper bound of its own), and how long it ran.
+struct Ended : testing::Outcome {
   double run_s = 0;
-  bool exited() const { return WIFEXITED(status); }
-  int code() const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-  std::string str() const {
-    if (WIFEXITED(status)) return "exited " + std::to_string(WEXITSTATUS(status));
-    if (WIFSIGNALED(status)) return std::string("killed by ") + strsignal(WTERMSIG(status));
-    return "status " + std::to_string(status);
-  }
 };
 
 // `faultline exec -o OUT ARGS...`, its output in LOG; FAULTLINE_NO_CGROUP=1
@@ -138,26 +130,16 @@ Harness startHarness(const std::string& out, const std::string& log, const std::
   Harness h;
   h.out = out;
   h.log = log;
-  std::vector<std::string> all{FL_FAULTLINE, "exec", "-o", h.out};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
-    if (std::string(*e).rfind("FAULTLINE_NO_CGROUP=", 0) != 0) env_strings.emplace_back(*e);
-  }
-  if (subreaper) env_strings.emplace_back("FAULTLINE_NO_CGROUP=1");
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, h.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  testing::SpawnOptions o;
+  o.argv = {FL_FAULTLINE, "exec", "-o", h.out};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  std::map<std::string, std::string> set;
+  if (subreaper) set["FAULTLINE_NO_CGROUP"] = "1";
+  o.env = testing::environmentWith(set, [](std::string_view key) { return key == "FAULTLINE_NO_CGROUP"; });
+  o.stdout_path = h.log;
+  o.stderr_to_stdout = true;
   h.started = Clock::now();
-  EXPECT_EQ(posix_spawn(&h.pid, FL_FAULTLINE, &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  h.pid = testing::spawnChild(o);
   return h;
 }
 
@@ -165,22 +147,15 @@ Harness startHarness(const std::string& dir, const std::vector<std::string>& arg
   return startHarness(dir + "/run", dir + "/harness.log", args, subreaper);
 }
 
-// Polls for the harness's end with a generous bound; a harness still running
-// after it is a failure (and is killed, so that the test goes on).
-Ended waitHarness(const Harness& h, std::chrono::seconds limit = std::chrono::seconds(90)) {
+// Waits for the harness's end with a generous bound (90 s, stretched under a
+// sanitizer); a harness still running after it is a failure (and is killed,
+// so that the test goes on).
+Ended waitHarness(const Harness& h, std::chrono::milliseconds limit = testing::scaled(std::chrono::seconds(90))) {
   Ended e;
-  rusage ru{};
-  pid_t got = 0;
-  const bool ended = waitFor([&] { return (got = ::wait4(h.pid, &e.status, WNOHANG, &ru)) != 0; }, limit);
-  if (!ended) {
-    ADD_FAILURE() << "harness pid " << h.pid << " still running after " << limit.count() << " s:\n" << readFile(h.log);
-    ::kill(h.pid, SIGKILL);
-    ::wait4(h.pid, &e.status, 0, &ru);
+  static_cast<testing::Outcome&>(e) = testing::waitChild(h.pid, limit);
+  if (e.timed_out) {
+    ADD_FAILURE() << "harness pid " << h.pid << " still running after " << limit.count() / 1000.0 << " s:\n" << readFile(h.log);
   }
-  if (ended) {
-    EXPECT_EQ(got, h.pid) << "wait4: " << std::strerror(errno);
-  }
-  e.maxrss_kb = ru.ru_maxrss;
   e.run_s = std::chrono::duration<double>(Clock::now() - h.started).count();
   return e;
 }
@@ -235,25 +210,8 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-// Independent of the harness's own validator: decode, then reject overlong
-// forms, surrogates and code points past U+10FFFF.
-bool validUtf8(const std::string& s) {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  for (size_t i = 0, n = s.size(); i < n;) {
-    const unsigned char c = b[i];
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > n) return false;
-    uint32_t cp = len == 1 ? c : len == 2 ? (c & 0x1f) : len == 3 ? (c & 0x0f) : (c & 0x07);
-    for (size_t k = 1; k < len; ++k) {
-      if ((b[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (b[i + k] & 0x3f);
-    }
-    static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
-    i += len;
-  }
-  return true;
-}
+// Independent of the harness's own validator (tests/support/utf8_oracle.h).
+bool validUtf8(const std::string& s) { return testing::wellFormedUtf8(s); }
 
 // --- the acceptance ----------------------------------------------------------------
 
@@ -324,7 +282,7 @@ Checked expectSurvivedRun(const Harness& h, const Ended& e, std::initializer_lis
 // guardian's sweep), and a report it managed to write is whole (atomic rename).
 double expectNothingLeftAfterKill(const Harness& h) {
   const auto t0 = Clock::now();
-  const bool gone = waitFor([&] { return leftovers(h.out).empty() && runCgroups(h.pid).empty(); }, std::chrono::seconds(5));
+  const bool gone = waitFor([&] { return leftovers(h.out).empty() && runCgroups(h.pid).empty(); }, testing::scaled(std::chrono::seconds(5)));
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_TRUE(gone) << "5 s after the harness was SIGKILLed:" << joined(leftovers(h.out)) << joined(runCgroups(h.pid));
   if (fileExists(h.out + "/report.json")) {
@@ -447,11 +405,11 @@ TEST(Chaos, SigintWhileTheHarnessWaitsForItsGuardianKeepsTheReport) {
         }
         return guardian > 0;
       },
-      std::chrono::seconds(10)));
+      testing::scaled(std::chrono::seconds(10))));
   ::kill(guardian, SIGSTOP);
   // The ranks exit at 0.3 s; the harness then tears down and waits for the guardian.
   ASSERT_TRUE(waitFor([&] { return fileExists(h.out + "/ranks/1/stdout") && readFile(h.out + "/ranks/1/stdout").size() > 0; },
-                      std::chrono::seconds(10)));
+                      testing::scaled(std::chrono::seconds(10))));
   sleepSeconds(0.8);
   ::kill(h.pid, SIGINT);
   Ended e = waitHarness(h);

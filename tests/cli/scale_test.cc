@@ -3,16 +3,10 @@
 // on rank 37 with every other rank collateral or ended by the teardown.
 // Minutes on 2 cores, so CTest label `scale`, registered only with
 // -DFAULTLINE_SCALE_TESTS=ON (tests/cli/CMakeLists.txt).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
 
 #include "harness/model/report.h"
 #include "tests/supervise/test_support.h"
-
-extern char** environ;
 
 namespace faultline {
 namespace {
@@ -27,21 +21,12 @@ const std::vector<std::string> kTrainerArgs = {"--steps", "10", "--hidden", "16"
                                                "--fingerprint-every", "0"};
 
 int runFaultline(std::vector<std::string> args, const std::string& log) {
-  args.insert(args.begin(), FL_FAULTLINE);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, FL_FAULTLINE, &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  if (::waitpid(pid, &status, 0) != pid) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  testing::SpawnOptions o;
+  o.argv = std::move(args);
+  o.argv.insert(o.argv.begin(), FL_FAULTLINE);
+  o.stdout_path = log;
+  o.stderr_to_stdout = true;
+  return testing::runChild(o).code();
 }
 
 std::vector<std::string> execArgs(const std::string& out, const std::vector<std::string>& fault) {

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/files.h"
 #include "tests/test_scale.h"
 
 namespace faultline {
@@ -27,18 +28,13 @@ struct Result {
   std::string out;
 };
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using faultline::testing::readFile;
 
 // Runs the faultline binary through the shell, stdout and stderr together.
 Result faultline(const std::string& args, const fs::path& log) {
   const std::string cmd = std::string(FL_FAULTLINE) + " " + args + " > " + log.string() + " 2>&1";
   const int rc = std::system(cmd.c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(log)};
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, readFile(log)};
 }
 
 class ScenarioCli : public ::testing::Test {
@@ -82,7 +78,7 @@ TEST_F(ScenarioCli, PassingScenarioExitsZeroAndWritesEveryFormat) {
   const fs::path out = dir_ / "out";
   auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 0) << r.out;
-  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(report["verdict"], "pass");
   EXPECT_EQ(report["scenario"]["name"], "exit3");
   ASSERT_EQ(report["expectations"].size(), 4u);
@@ -97,7 +93,7 @@ TEST_F(ScenarioCli, FailedExpectationExitsOneAndRecordsExpectedAndActual) {
   const fs::path out = dir_ / "out";
   auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 1) << r.out;
-  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(report["verdict"], "fail");
   EXPECT_EQ(report["expectations"][0]["expected"], 2);
   EXPECT_EQ(report["expectations"][0]["actual"], 1);
@@ -109,7 +105,7 @@ TEST_F(ScenarioCli, UnsupportedStackIsReportedWithItsReason) {
   const fs::path out = dir_ / "out";
   auto r = faultline("run " + s.string() + " --stack launch -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 0) << r.out;
-  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(report["verdict"], "unsupported");
   // The stack as resolved: a bare name is the newest torch installed.
   EXPECT_TRUE(std::regex_match(report["unsupported_reason"].get<std::string>(),
@@ -117,7 +113,7 @@ TEST_F(ScenarioCli, UnsupportedStackIsReportedWithItsReason) {
       << report["unsupported_reason"];
   EXPECT_TRUE(std::regex_match(report["stack"]["launcher"].get<std::string>(), std::regex(R"(launch@\d+\.\d+)")));
   // junit.xml says skipped, with the reason: never a failure.
-  const std::string junit = slurp(out / "junit.xml");
+  const std::string junit = readFile(out / "junit.xml");
   EXPECT_EQ(junit.find("<failure"), std::string::npos) << junit;
   EXPECT_NE(junit.find("<skipped message=\"unsupported: scenario &#39;builtin-only&#39; applies"), std::string::npos) << junit;
 }
@@ -131,7 +127,7 @@ TEST_F(ScenarioCli, AScenarioThatRanOnNoStackIsSaidLoudlyAndStrictFailsIt) {
   r = faultline("run " + s.string() + " --stack launch --strict -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 1) << r.out;
   // Still a skip in junit.xml: --strict is about the exit status.
-  EXPECT_NE(slurp(out / "junit.xml").find("<skipped message="), std::string::npos);
+  EXPECT_NE(readFile(out / "junit.xml").find("<skipped message="), std::string::npos);
   r = faultline("suite " + s.string() + " --stack launch -o " + (dir_ / "suite").string(), dir_ / "log");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_NE(r.out.find("warning: scenario builtin-only ran on no stack"), std::string::npos) << r.out;
@@ -147,7 +143,7 @@ TEST_F(ScenarioCli, WhatTheLauncherBlamedIsAnExpectationPath) {
   const fs::path out = dir_ / "out";
   auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 0) << r.out;
-  auto report = nlohmann::json::parse(slurp(out / "report.json"));
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(report["verdict"], "pass");
   EXPECT_TRUE(report["launcher"].contains("blamed_rank"));
   EXPECT_TRUE(report["launcher"]["blamed_correctly"].is_null());
@@ -163,8 +159,8 @@ TEST_F(ScenarioCli, FailOnWarningFailsAPassingRunThatReportsAWarning) {
                  "[expect]\n\"findings.kind\" = { contains = \"no_pg_destroy\" }\n\"root_cause\" = { null = true }\n");
   const fs::path out = dir_ / "out";
   auto r = faultline("run " + s.string() + " --no-instrument -o " + out.string(), dir_ / "log");
-  EXPECT_EQ(r.status, 0) << r.out << slurp(out / "report.json");
-  EXPECT_EQ(nlohmann::json::parse(slurp(out / "report.json"))["verdict"], "pass");
+  EXPECT_EQ(r.status, 0) << r.out << readFile(out / "report.json");
+  EXPECT_EQ(nlohmann::json::parse(readFile(out / "report.json"))["verdict"], "pass");
   r = faultline("run " + s.string() + " --no-instrument --fail-on warning -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 1) << r.out;
 }
@@ -196,7 +192,7 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
   const fs::path out = dir_ / "suite";
   auto r = faultline("suite " + dir_.string() + " -j 2 -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 0) << r.out;
-  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  auto suite = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(suite["schema"], "faultline.suite/1");
   EXPECT_EQ(suite["counts"]["pass"], 2);
   for (const char* f : {"junit.xml", "report.md", "index.html", "one/report.html", "two/report.json"}) {
@@ -213,13 +209,13 @@ TEST_F(ScenarioCli, ABadFileIsThatScenarioUnresolvedAndTheSuiteRuns) {
   auto r = faultline("suite " + dir_.string() + " -j 2 -o " + out.string(), dir_ / "log");
   EXPECT_EQ(r.status, 1) << r.out;
   EXPECT_NE(r.out.find(bad.string() + ":3:14: stack.world_size: 0 is out of range"), std::string::npos) << r.out;
-  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  auto suite = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_EQ(suite["counts"]["pass"], 1);
   EXPECT_EQ(suite["counts"]["unresolved"], 1);
-  auto broken = nlohmann::json::parse(slurp(out / "broken" / "report.json"));
+  auto broken = nlohmann::json::parse(readFile(out / "broken" / "report.json"));
   EXPECT_EQ(broken["verdict"], "unresolved");
   EXPECT_NE(broken["bad_input"].get<std::string>().find(":3:14: stack.world_size"), std::string::npos);
-  const std::string junit = slurp(out / "junit.xml");
+  const std::string junit = readFile(out / "junit.xml");
   EXPECT_NE(junit.find("<error message=\"unresolved: " + bad.string() + ":3:14"), std::string::npos) << junit;
   // The file alone is still bad input.
   EXPECT_EQ(faultline("run " + bad.string() + " -o " + (dir_ / "one").string(), dir_ / "log1").status, 2);
@@ -241,7 +237,7 @@ fs::path catalogForThisBuild(const fs::path& tmp) {
   static const std::regex bound(R"((_ms"\s*=\s*\{\s*max\s*=\s*)([0-9.]+))");
   for (const auto& e : fs::recursive_directory_iterator(dst)) {
     if (e.path().extension() != ".toml") continue;
-    std::istringstream in(slurp(e.path()));
+    std::istringstream in(readFile(e.path()));
     std::string out;
     for (std::string line; std::getline(in, line);) {
       std::smatch m;
@@ -264,7 +260,7 @@ TEST(Conformance, CoreSuitePassesOnTheBuiltinStack) {
   auto r = faultline("suite " + catalog.string() + " --tag core --stack builtin -j 2 -o " + out.string(),
                      fs::temp_directory_path() / ("fl_conformance_core_" + std::to_string(::getpid()) + ".log"));
   EXPECT_EQ(r.status, 0) << r.out;
-  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  auto suite = nlohmann::json::parse(readFile(out / "report.json"));
   EXPECT_GE(suite["scenarios"].size(), 10u);
   for (const auto& s : suite["scenarios"]) EXPECT_EQ(s["verdict"], "pass") << s.dump();
 }
@@ -282,7 +278,7 @@ TEST(Conformance, CatalogOnOneStack) {
   const fs::path catalog = catalogForThisBuild(out.string() + "_catalog");
   auto r = faultline("suite " + catalog.string() + " --stack " + stack + " -j 2 -o " + out.string(),
                      fs::temp_directory_path() / (tag + ".log"));
-  auto suite = nlohmann::json::parse(slurp(out / "report.json"));
+  auto suite = nlohmann::json::parse(readFile(out / "report.json"));
   int passed = 0;
   for (const auto& s : suite["scenarios"]) {
     const std::string verdict = s["verdict"];

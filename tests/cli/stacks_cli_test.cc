@@ -21,12 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) { return testing::readFile(p.string()); }
-
-int freePort() {
-  auto port = launch::findFreePort();
-  return port ? *port : 29500;
-}
+using faultline::testing::freePort;
+using faultline::testing::readFile;
 
 int shell(const std::string& cmd) {
   const int rc = std::system(cmd.c_str());
@@ -46,8 +42,8 @@ class StacksCli : public ::testing::Test {
   nlohmann::json stacks() {
     const fs::path log = dir_ / "stacks.json";
     const int rc = shell(std::string(FL_FAULTLINE) + " stacks --json > " + log.string() + " 2>" + (dir_ / "stacks.err").string());
-    EXPECT_EQ(rc, 0) << slurp(dir_ / "stacks.err");
-    return nlohmann::json::parse(slurp(log));
+    EXPECT_EQ(rc, 0) << readFile(dir_ / "stacks.err");
+    return nlohmann::json::parse(readFile(log));
   }
 
   fs::path dir_;
@@ -80,11 +76,11 @@ TEST_F(StacksCli, EveryTorchGivesFourWorkingStacks) {
 
 TEST_F(StacksCli, TableNamesEachStackAndABadStackNameIsAUsageError) {
   EXPECT_EQ(shell(std::string(FL_FAULTLINE) + " stacks > " + (dir_ / "t").string() + " 2>&1"), 0);
-  const std::string table = slurp(dir_ / "t");
+  const std::string table = readFile(dir_ / "t");
   EXPECT_NE(table.find("torchrun@"), std::string::npos) << table;
   EXPECT_NE(table.find("external"), std::string::npos) << table;
   EXPECT_EQ(shell(std::string(FL_FAULTLINE) + " run x.toml --stack torchrun@2 > " + (dir_ / "u").string() + " 2>&1"), 2);
-  EXPECT_NE(slurp(dir_ / "u").find("not a torch version MAJOR.MINOR"), std::string::npos) << slurp(dir_ / "u");
+  EXPECT_NE(readFile(dir_ / "u").find("not a torch version MAJOR.MINOR"), std::string::npos) << readFile(dir_ / "u");
 }
 
 // Every variable torchrun sets for its workers, the builtin launcher sets too,
@@ -96,8 +92,8 @@ TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
   ASSERT_EQ(shell("DUMP_DIR=" + builtin.string() + " " + FL_FAULTLINE + " exec --nproc 2 -o " + (dir_ / "b").string() +
                   " -- /usr/bin/python3 " + script + " > " + (dir_ / "b.log").string() + " 2>&1"),
             0)
-      << slurp(dir_ / "b.log");
-  const auto builtin_env = nlohmann::json::parse(slurp(builtin / "rank1.json"));
+      << readFile(dir_ / "b.log");
+  const auto builtin_env = nlohmann::json::parse(readFile(builtin / "rank1.json"));
   int checked = 0;
   for (const auto& s : stacks()) {
     const std::string name = s["stack"];
@@ -108,8 +104,8 @@ TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
     const std::string cmd = "env -u RANK -u WORLD_SIZE DUMP_DIR=" + out.string() + " " + s["program"].get<std::string>() +
                             " --nproc_per_node=2 --master_port=" + std::to_string(freePort()) + " --redirects 2 --tee 2 --log_dir " + (out / "logs").string() +
                             " " + script + " > " + (out / "log").string() + " 2>&1";
-    ASSERT_EQ(shell(cmd), 0) << name << ": " << slurp(out / "log");
-    const auto env = nlohmann::json::parse(slurp(out / "rank1.json"));
+    ASSERT_EQ(shell(cmd), 0) << name << ": " << readFile(out / "log");
+    const auto env = nlohmann::json::parse(readFile(out / "rank1.json"));
     for (auto it = env.begin(); it != env.end(); ++it) {
       if (std::getenv(it.key().c_str())) continue;  // inherited, not torchrun's
       EXPECT_TRUE(builtin_env.contains(it.key())) << name << " sets " << it.key() << "=" << it.value().dump()
@@ -130,7 +126,7 @@ TEST_F(StacksCli, BuiltinGivesEveryVariableEachTorchrunGives) {
 // column for every stack this machine drives. Timing cells may differ from run
 // to run; the rows and columns may not.
 TEST_F(StacksCli, FailureModeCatalogHasEveryScenarioAndEveryStack) {
-  const std::string doc = slurp(fs::path(FL_SOURCE_DIR) / "docs/failure-modes.md");
+  const std::string doc = readFile(fs::path(FL_SOURCE_DIR) / "docs/failure-modes.md");
   ASSERT_FALSE(doc.empty()) << "docs/failure-modes.md is missing";
   std::set<std::string> columns, rows;
   std::istringstream lines(doc);
@@ -158,7 +154,7 @@ TEST_F(StacksCli, FailureModeCatalogHasEveryScenarioAndEveryStack) {
   }
   const fs::path list = dir_ / "list";
   ASSERT_EQ(shell(std::string(FL_FAULTLINE) + " list " + FL_SOURCE_DIR + "/scenarios > " + list.string() + " 2>&1"), 0);
-  std::istringstream names(slurp(list));
+  std::istringstream names(readFile(list));
   int scenarios = 0;
   for (std::string line; std::getline(names, line);) {
     const std::string name = line.substr(0, line.find(' '));

@@ -9,10 +9,10 @@ namespace faultline::diagnose {
 namespace {
 
 using testing::fixture;
-using testing::slurp;
+using testing::readFile;
 
 TEST(ErrorFile, RealRecordOutput) {
-  auto e = parseErrorFile(slurp(fixture("builtin_name_error/ranks/1/error.json")));
+  auto e = parseErrorFile(readFile(fixture("builtin_name_error/ranks/1/error.json")));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, Kind::kPythonException);
   EXPECT_EQ(e->type, "NameError");
@@ -25,7 +25,7 @@ TEST(ErrorFile, RealRecordOutput) {
 }
 
 TEST(ErrorFile, CollateralRank) {
-  auto e = parseErrorFile(slurp(fixture("builtin_name_error/ranks/0/error.json")));
+  auto e = parseErrorFile(readFile(fixture("builtin_name_error/ranks/0/error.json")));
   ASSERT_TRUE(e);
   EXPECT_EQ(e->type, "RuntimeError");
   EXPECT_TRUE(e->collateral);

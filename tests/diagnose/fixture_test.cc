@@ -36,7 +36,7 @@ TEST_P(Fixture, DiagnosisMatchesExpected) {
   const std::string dir = testing::fixture(GetParam());
   const std::string expected_path = dir + "/expected.json";
   ASSERT_TRUE(fs::exists(expected_path)) << "fixture without expected.json: " << dir;
-  const json want = json::parse(testing::slurp(expected_path));
+  const json want = json::parse(testing::readFile(expected_path));
 
   auto ok = testing::diagnosedReport(dir);
   ASSERT_TRUE(ok) << ok.error().str();
@@ -98,7 +98,7 @@ TEST(FixtureCorpus, TorchrunNamesTheWrongRankWeDoNot) {
   EXPECT_EQ(report->launcher.blamed_rank, 0);
   EXPECT_EQ(report->launcher.blamed_correctly, false);
   EXPECT_EQ(report->extra["launcher_root_cause_rank"], 0);
-  const std::string stderr_text = testing::slurp(testing::fixture("torchrun_name_error/launcher/stderr"));
+  const std::string stderr_text = testing::readFile(testing::fixture("torchrun_name_error/launcher/stderr"));
   const size_t rc = stderr_text.find("Root Cause (first observed failure):");
   ASSERT_NE(rc, std::string::npos);
   EXPECT_NE(stderr_text.find("rank      : 0 (local_rank: 0)", rc), std::string::npos);
@@ -178,7 +178,7 @@ TEST(FixtureCorpus, ParsersSurviveTruncatedAndCorruptedCaptures) {
     if (!e.is_regular_file() || e.file_size() > (1 << 20)) continue;
     const std::string name = e.path().filename().string();
     if (name == "expected.json" || name == "capture.sh" || name == "README.md") continue;
-    const std::string text = testing::slurp(e.path().string());
+    const std::string text = testing::readFile(e.path().string());
     ++files;
     const size_t step = std::max<size_t>(1, text.size() / 61);
     for (size_t cut = 0; cut <= text.size(); cut += step) {

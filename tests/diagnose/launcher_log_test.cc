@@ -10,10 +10,10 @@ namespace faultline::diagnose {
 namespace {
 
 using testing::fixture;
-using testing::slurp;
+using testing::readFile;
 
 TEST(LauncherLog, TorchrunChildFailedErrorBlock) {
-  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("torchrun_name_error/launcher/stderr")));
   ASSERT_TRUE(log.wrapper);
   EXPECT_EQ(log.wrapper->shortType(), "ChildFailedError");
   EXPECT_FALSE(log.launcher_crashed);
@@ -35,7 +35,7 @@ TEST(LauncherLog, TorchrunChildFailedErrorBlock) {
 
 TEST(LauncherLog, TorchrunDefaultFlagsCrash) {
   // Debian torchrun 1.13 on Python 3.11 dies in to_map with its stock flags.
-  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun_default_flags/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("torchrun_default_flags/launcher/stderr")));
   ASSERT_TRUE(log.wrapper);
   EXPECT_TRUE(log.launcher_crashed);
   EXPECT_EQ(log.wrapper->type, "AttributeError");
@@ -44,7 +44,7 @@ TEST(LauncherLog, TorchrunDefaultFlagsCrash) {
 }
 
 TEST(LauncherLog, SpawnProcessRaisedException) {
-  LauncherLog log = parseLauncherLog(slurp(fixture("spawn_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("spawn_name_error/launcher/stderr")));
   ASSERT_TRUE(log.spawn_rank);
   EXPECT_EQ(*log.spawn_rank, 1);
   ASSERT_TRUE(log.spawn_chain);

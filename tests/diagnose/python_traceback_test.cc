@@ -10,11 +10,11 @@ namespace faultline::diagnose {
 namespace {
 
 using testing::fixture;
-using testing::slurp;
+using testing::readFile;
 
 TEST(PythonTraceback, NameErrorFromRealRank) {
   // Rank 1 of a real torchrun run (its per-rank log file, byte for byte).
-  const std::string text = slurp(fixture("builtin_name_error/ranks/1/stderr"));
+  const std::string text = readFile(fixture("builtin_name_error/ranks/1/stderr"));
   auto chains = parsePythonTracebacks(text);
   ASSERT_EQ(chains.size(), 1u);
   const PyTraceback& tb = chains[0].final();
@@ -29,7 +29,7 @@ TEST(PythonTraceback, NameErrorFromRealRank) {
 
 TEST(PythonTraceback, EvidenceUsesInnermostUserFrame) {
   // Rank 0 dies inside torch's backward; the user frame is ddp_common.py.
-  auto chains = parsePythonTracebacks(slurp(fixture("builtin_name_error/ranks/0/stderr")));
+  auto chains = parsePythonTracebacks(readFile(fixture("builtin_name_error/ranks/0/stderr")));
   ASSERT_EQ(chains.size(), 1u);
   Evidence e = evidenceFromChain(chains[0]);
   EXPECT_EQ(e.type, "RuntimeError");
@@ -139,7 +139,7 @@ TEST(PythonTraceback, SyntaxErrorLocation) {
 }
 
 TEST(PythonTraceback, MultiLineMessageOfChildFailedError) {
-  auto chains = parsePythonTracebacks(slurp(fixture("torchrun_name_error/launcher/stderr")));
+  auto chains = parsePythonTracebacks(readFile(fixture("torchrun_name_error/launcher/stderr")));
   ASSERT_FALSE(chains.empty());
   const PyTraceback& tb = chains.back().final();
   EXPECT_EQ(tb.shortType(), "ChildFailedError");
@@ -155,7 +155,7 @@ TEST(PythonTraceback, SpawnProcessIndex) {
 
 TEST(StackDump, FaulthandlerFromRealHang) {
   // SIGUSR1 -> faulthandler.dump_traceback of the rank that never entered the collective.
-  auto threads = parseStackDump(slurp(fixture("builtin_hang/ranks/1/stacks.txt")));
+  auto threads = parseStackDump(readFile(fixture("builtin_hang/ranks/1/stacks.txt")));
   ASSERT_EQ(threads.size(), 1u);
   EXPECT_TRUE(threads[0].current);
   ASSERT_EQ(threads[0].frames.size(), 4u);

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "harness/assemble/assemble.h"
 #include "harness/diagnose/diagnose.h"
+#include "tests/support/files.h"
 
 namespace faultline::diagnose::testing {
 
@@ -21,12 +20,8 @@ inline std::string fixtureDir() { return sourceDir() + "/tests/fixtures/diagnose
 
 inline std::string fixture(const std::string& rel) { return fixtureDir() + "/" + rel; }
 
-inline std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+// The whole file (tests/support).
+using faultline::testing::readFile;
 
 // The diagnosis of DIR alone (no supervisor record, no scenario), assembled into a report.
 inline Result<Report> diagnosedReport(const std::string& dir) {

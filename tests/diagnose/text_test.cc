@@ -1,4 +1,4 @@
-// Text helpers: UTF-8 repair, line splitting, rank prefixes, bounded reads.
+// Text helpers: line splitting, rank prefixes, bounded reads, rank lists.
 #include "harness/diagnose/text.h"
 
 #include <gtest/gtest.h>
@@ -6,19 +6,18 @@
 #include <cstdio>
 #include <fstream>
 
+#include "harness/diagnose/rank_list.h"
+
 namespace faultline::diagnose {
 namespace {
 
-TEST(Text, SanitizeKeepsValidUtf8) {
-  EXPECT_EQ(sanitizeUtf8("plain"), "plain");
-  EXPECT_EQ(sanitizeUtf8("caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80");
-}
-
-TEST(Text, SanitizeReplacesInvalidBytes) {
-  EXPECT_EQ(sanitizeUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(sanitizeUtf8("\xC3"), "\xEF\xBF\xBD");                 // truncated sequence
-  EXPECT_EQ(sanitizeUtf8("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
-  EXPECT_EQ(sanitizeUtf8("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate
+TEST(RankList, CommasOrAnd) {
+  EXPECT_EQ(joinRanks({}), "");
+  EXPECT_EQ(joinRanks({3}), "3");
+  EXPECT_EQ(joinRanks({0, 1, 3}), "0, 1, 3");
+  EXPECT_EQ(joinRanks({0, 1, 3}, ListStyle::kAnd), "0, 1 and 3");
+  EXPECT_EQ(joinRanks({0, 2}, ListStyle::kAnd), "0 and 2");
+  EXPECT_EQ(joinRanks({2}, ListStyle::kAnd), "2");
 }
 
 TEST(Text, SplitLinesHandlesCrLfAndNoFinalNewline) {

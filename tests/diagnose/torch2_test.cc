@@ -23,7 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::fixture;
-using testing::slurp;
+using testing::readFile;
 
 // The one file under `dir` named `name` (torchrun's log_dir has a random run id).
 std::string findFile(const std::string& dir, const std::string& rel_suffix) {
@@ -56,7 +56,7 @@ Report diagnose(const std::string& dir) {
 TEST(Torch2LauncherLog, ChildFailedErrorEntriesAreIndexedNotRanked) {
   // 2.13 lists the rank that failed first ("[0]:", in the root-cause section)
   // and the peer it SIGTERMed after it ("[1]:" under Failures, rank 0).
-  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun213_noinst_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("torchrun213_noinst_name_error/launcher/stderr")));
   ASSERT_TRUE(log.wrapper);
   EXPECT_EQ(log.wrapper->shortType(), "ChildFailedError");
   EXPECT_FALSE(log.launcher_crashed);
@@ -91,7 +91,7 @@ TEST(Torch2LauncherLog, ChildFailedErrorEntriesAreIndexedNotRanked) {
 TEST(Torch2LauncherLog, Torch113EntriesReadTheSame) {
   // 1.13 uses the same "[idx]:" template; its 5 s poll finds both ranks
   // exited, in rank order, and whole-second ties go to rank 0.
-  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun_exec_noinst_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("torchrun_exec_noinst_name_error/launcher/stderr")));
   ASSERT_EQ(log.failures.size(), 2u);
   EXPECT_EQ(log.failures[0].rank, 1);
   EXPECT_FALSE(log.failures[0].root_cause_block);
@@ -103,7 +103,7 @@ TEST(Torch2LauncherLog, Torch113EntriesReadTheSame) {
 
 TEST(Torch2LauncherLog, RecordErrorFileTracebackInTheBlock) {
   // @record: the entry quotes the error file's py_callstack, indented.
-  LauncherLog log = parseLauncherLog(slurp(fixture("torchrun213_noinst_record_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("torchrun213_noinst_record_name_error/launcher/stderr")));
   const LauncherFailure* root = nullptr;
   for (const LauncherFailure& f : log.failures) {
     if (f.root_cause_block) root = &f;
@@ -120,7 +120,7 @@ TEST(Torch2LauncherLog, RecordErrorFileTracebackInTheBlock) {
 }
 
 TEST(Torch2LauncherLog, SpawnRaisedAndExited) {
-  LauncherLog raised = parseLauncherLog(slurp(fixture("spawn213_noinst_name_error/launcher/stderr")));
+  LauncherLog raised = parseLauncherLog(readFile(fixture("spawn213_noinst_name_error/launcher/stderr")));
   ASSERT_TRUE(raised.spawn_rank);
   EXPECT_EQ(*raised.spawn_rank, 1);
   ASSERT_TRUE(raised.spawn_chain);
@@ -131,17 +131,17 @@ TEST(Torch2LauncherLog, SpawnRaisedAndExited) {
   // 2.x's spawn says whom it terminates: "spawn.py:165] Terminating process 27392 via signal SIGTERM".
   EXPECT_EQ(raised.sigterm_pids, std::vector<int>{27392});
 
-  LauncherLog exited = parseLauncherLog(slurp(fixture("spawn213_noinst_segfault/launcher/stderr")));
+  LauncherLog exited = parseLauncherLog(readFile(fixture("spawn213_noinst_segfault/launcher/stderr")));
   EXPECT_EQ(exited.spawn_rank, 1);
   EXPECT_EQ(exited.spawn_signal, "SIGSEGV");
   EXPECT_EQ(exited.sigterm_pids.size(), 1u);
-  LauncherLog code = parseLauncherLog(slurp(fixture("spawn213_exit__3/launcher/stderr")));
+  LauncherLog code = parseLauncherLog(readFile(fixture("spawn213_exit__3/launcher/stderr")));
   EXPECT_EQ(code.spawn_rank, 1);
   EXPECT_EQ(code.spawn_exit_code, 3);
 }
 
 TEST(Torch2LauncherLog, LaunchDeprecationWarning) {
-  LauncherLog log = parseLauncherLog(slurp(fixture("launch213_noinst_name_error/launcher/stderr")));
+  LauncherLog log = parseLauncherLog(readFile(fixture("launch213_noinst_name_error/launcher/stderr")));
   ASSERT_EQ(log.warnings.size(), 1u);
   EXPECT_EQ(log.warnings[0].rfind("FutureWarning: The module torch.distributed.launch is deprecated", 0), 0u)
       << log.warnings[0];
@@ -153,7 +153,7 @@ TEST(Torch2LauncherLog, LaunchDeprecationWarning) {
 
 TEST(Torch2RankLog, ExcepthookPrefixedTraceback) {
   const std::string dir = fixture("torchrun213_noinst_name_error/launcher/logs");
-  RankLog r1 = scanRankLog(slurp(findFile(dir, "/1/stderr.log")));
+  RankLog r1 = scanRankLog(readFile(findFile(dir, "/1/stderr.log")));
   ASSERT_EQ(r1.errors.size(), 1u);
   EXPECT_EQ(r1.errors[0].type, "NameError");
   EXPECT_EQ(r1.errors[0].message, "name 'c' is not defined");
@@ -161,7 +161,7 @@ TEST(Torch2RankLog, ExcepthookPrefixedTraceback) {
   EXPECT_EQ(r1.errors[0].location->line, 18);
   EXPECT_FALSE(r1.errors[0].collateral);
   // 2.x's Gloo: "Connection closed by peer [127.0.0.1]:47257. This is typically caused by a remote worker crashing..."
-  RankLog r0 = scanRankLog(slurp(findFile(dir, "/0/stderr.log")));
+  RankLog r0 = scanRankLog(readFile(findFile(dir, "/0/stderr.log")));
   ASSERT_EQ(r0.errors.size(), 1u);
   EXPECT_EQ(r0.errors[0].type, "RuntimeError");
   EXPECT_TRUE(r0.errors[0].collateral);
@@ -233,7 +233,7 @@ TEST(Torch2Findings, NoPgDestroyFromTheWarningText) {
 
 TEST(Torch2Diagnosis, ConsoleOnlyTeeAndExcepthookPrefixes) {
   // No log files, no supervisor, no events: "[default1]:[rank1]: ..." on the console.
-  const std::string text = slurp(fixture("torchrun213_noinst_name_error/launcher/stderr"));
+  const std::string text = readFile(fixture("torchrun213_noinst_name_error/launcher/stderr"));
   Report report = diagnose(consoleOnlyRun("tee", text));
   ASSERT_TRUE(report.root_cause);
   EXPECT_EQ(report.root_cause->kind, Kind::kPythonException);
@@ -249,7 +249,7 @@ TEST(Torch2Diagnosis, ConsoleOnlyTeeAndExcepthookPrefixes) {
 
 TEST(Torch2Diagnosis, ConsoleOnlyExcepthookPrefixWithoutTee) {
   // torch.distributed.launch 2.13 without --tee: only "[rank1]: " marks the rank.
-  Report report = diagnose(consoleOnlyRun("launch", slurp(fixture("launch213_noinst_name_error/launcher/stderr"))));
+  Report report = diagnose(consoleOnlyRun("launch", readFile(fixture("launch213_noinst_name_error/launcher/stderr"))));
   ASSERT_TRUE(report.root_cause);
   EXPECT_EQ(report.root_cause->rank, 1);
   EXPECT_EQ(report.root_cause->exception_type, "NameError");
@@ -259,7 +259,7 @@ TEST(Torch2Diagnosis, ConsoleOnlyExcepthookPrefixWithoutTee) {
 TEST(Torch2Diagnosis, FailureBlockAloneNamesTheRecordedError) {
   // Only the launcher's own lines (the ranks' console lines dropped): the
   // error file's traceback that the ChildFailedError block quotes is the evidence.
-  const std::string text = slurp(fixture("torchrun213_noinst_record_name_error/launcher/stderr"));
+  const std::string text = readFile(fixture("torchrun213_noinst_record_name_error/launcher/stderr"));
   std::string own;
   for (std::string_view l : splitLines(text)) {
     if (!splitRankPrefix(l)) own.append(l).push_back('\n');

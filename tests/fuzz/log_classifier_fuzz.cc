@@ -34,9 +34,9 @@ void checkChains(const std::vector<dx::PyChain>& chains, size_t nlines) {
 }
 
 void checkUtf8Repair(std::string_view text) {
-  const std::string fixed = dx::sanitizeUtf8(text);
+  const std::string fixed = faultline::sanitizeUtf8(text);
   check(faultline::fuzz::jsonWritable(fixed), "sanitizeUtf8 output is not valid UTF-8");
-  check(dx::sanitizeUtf8(fixed) == fixed, "sanitizeUtf8 is not idempotent");
+  check(faultline::sanitizeUtf8(fixed) == fixed, "sanitizeUtf8 is not idempotent");
   if (faultline::fuzz::jsonWritable(std::string(text))) check(fixed == text, "sanitizeUtf8 changed valid UTF-8");
 }
 

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/launch/process_spawn.h"
+#include "tests/support/files.h"
 
 namespace faultline::launch {
 namespace {
@@ -33,12 +34,7 @@ class TempDir {
   std::string path_;
 };
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using faultline::testing::readFile;
 
 // The value of a "Key:\tvalue" line of /proc/PID/status text.
 std::string statusField(const std::string& status, const std::string& key) {

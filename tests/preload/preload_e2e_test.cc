@@ -2,9 +2,6 @@
 // `faultline exec` under the builtin launcher and under real torchrun, with
 // the interposer failing rank 1's checkpoint write with ENOSPC. The fault must
 // really reach the process, on rank 1 only, and report.json must name it.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,8 +16,8 @@
 
 #include "harness/launch/rank_env.h"
 #include "harness/model/report.h"
-
-extern char** environ;
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace faultline {
 namespace {
@@ -30,25 +27,8 @@ using nlohmann::json;
 
 const char kInject[] = "write:ENOSPC:rank=1:after=1:path=*/checkpoints/*";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "fl-preload-e2e-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::readFile;
+using testing::TempDir;
 
 std::vector<json> readEvents(const std::string& path) {
   std::vector<json> out;
@@ -69,33 +49,16 @@ std::vector<json> eventsOf(const std::string& path, const std::string& ev) {
 // which faultline passes on to every process of the run. FAULTLINE_PRELOAD
 // names the same library for a harness that puts one on LD_PRELOAD itself.
 int runFaultline(const std::vector<std::string>& args, const std::string& log) {
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "LD_PRELOAD" || key == "RANK" || key.rfind("FAULTLINE_", 0) == 0) continue;
-    envs.push_back(kv);
-  }
-  envs.push_back(std::string("LD_PRELOAD=") + FL_PRELOAD);
-  envs.push_back(std::string("FAULTLINE_PRELOAD=") + FL_PRELOAD);
-  envs.push_back(std::string("FAULTLINE_INJECT=") + kInject);
-  std::vector<std::string> all{FL_FAULTLINE};
-  all.insert(all.end(), args.begin(), args.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : envs) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, FL_FAULTLINE, &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  EXPECT_EQ(::waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  testing::SpawnOptions o;
+  o.argv = {FL_FAULTLINE};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.env = testing::environmentWith({{"LD_PRELOAD", FL_PRELOAD}, {"FAULTLINE_PRELOAD", FL_PRELOAD}, {"FAULTLINE_INJECT", kInject}},
+                                   [](std::string_view key) {
+                                     return key == "LD_PRELOAD" || key == "RANK" || key.rfind("FAULTLINE_", 0) == 0;
+                                   });
+  o.stdout_path = log;
+  o.stderr_to_stdout = true;
+  return testing::runChild(o).code();
 }
 
 std::string trainer() { return std::string(FL_SOURCE_DIR) + "/scenarios/python/checkpoint_enospc.py"; }

@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,7 +22,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 
 namespace {
 
@@ -44,12 +44,7 @@ class TempDir {
   fs::path path_;
 };
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using faultline::testing::readFile;
 
 // Every line must be one whole JSON object: json::parse throws on a torn one.
 std::vector<json> readEvents(const std::string& path) {
@@ -68,47 +63,22 @@ std::vector<json> eventsOf(const std::vector<json>& all, const std::string& ev) 
   return out;
 }
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-  int exitCode() const { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
-  int signal() const { return WIFSIGNALED(status) ? WTERMSIG(status) : 0; }
-};
+using Outcome = faultline::testing::Outcome;
 
 // Runs argv with this process's environment minus any rank or faultline
 // variables, plus `env`; LD_PRELOAD is the interposer unless `preload` is false.
+// Its stdout and stderr are captured in the outcome.
 Outcome run(const std::vector<std::string>& argv, std::map<std::string, std::string> env, const TempDir& dir,
             bool preload = true) {
-  std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) {
-    const std::string kv = *e;
-    const std::string key = kv.substr(0, kv.find('='));
-    if (key == "RANK" || key == "LD_PRELOAD" || key.rfind("FAULTLINE_", 0) == 0 || env.count(key)) continue;
-    envs.push_back(kv);
-  }
   if (preload) env["LD_PRELOAD"] = FL_PRELOAD;
-  for (const auto& [k, v] : env) envs.push_back(k + "=" + v);
-  std::vector<char*> cenv, cargv;
-  for (auto& s : envs) cenv.push_back(s.data());
-  cenv.push_back(nullptr);
-  std::vector<std::string> args = argv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  const std::string out = dir / "stdout", err = dir / "stderr";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  Outcome o;
-  const int rc = posix_spawn(&pid, cargv[0], &fa, nullptr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&fa);
-  EXPECT_EQ(rc, 0) << argv[0];
-  if (rc != 0) return o;
-  EXPECT_EQ(::waitpid(pid, &o.status, 0), pid);
-  o.out = readFile(out);
-  o.err = readFile(err);
-  return o;
+  faultline::testing::SpawnOptions o;
+  o.argv = argv;
+  o.env = faultline::testing::environmentWith(env, [](std::string_view key) {
+    return key == "RANK" || key == "LD_PRELOAD" || key.rfind("FAULTLINE_", 0) == 0;
+  });
+  o.stdout_path = dir / "stdout";
+  o.stderr_path = dir / "stderr";
+  return faultline::testing::runChild(o, std::nullopt, /*capture=*/true);
 }
 
 Outcome victim(const std::vector<std::string>& actions, const std::map<std::string, std::string>& env,
@@ -133,7 +103,7 @@ TEST(PreloadFileOpen, EveryOpenForWritingIsRecordedWithItsMode) {
                    "fopen-w:" + d + "/fw.txt", "fopen-a:" + d + "/fa.txt", "fopen-r+:" + d + "/existing.txt",
                    "fopen-r:" + d + "/existing.txt"},
                   rankEnv(dir, "2"), dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   auto opens = eventsOf(readEvents(dir / "events.jsonl"), "file_open");
   std::map<std::string, std::string> seen;
   for (const auto& e : opens) {
@@ -149,6 +119,20 @@ TEST(PreloadFileOpen, EveryOpenForWritingIsRecordedWithItsMode) {
   EXPECT_EQ(seen, want);
 }
 
+// A file name is bytes: a surrogate, an overlong form and a truncated
+// sequence in one still make a line that a strict reader takes (readEvents
+// throws otherwise), each maximal subpart as U+FFFD.
+TEST(PreloadFileOpen, AnIllFormedFileNameIsWrittenAsValidUtf8) {
+  TempDir dir;
+  const std::string d = dir.path().string();
+  auto o = victim({"open-w:" + d + "/s\xed\xa0\x80-o\xc0\xaf-t\xe2\x82.txt"}, rankEnv(dir, "0"), dir);
+  ASSERT_EQ(o.code(), 0) << o.err;
+  auto opens = eventsOf(readEvents(dir / "events.jsonl"), "file_open");
+  ASSERT_EQ(opens.size(), 1u);
+  const std::string r = "\xef\xbf\xbd";
+  EXPECT_EQ(fs::path(opens[0]["path"].get<std::string>()).filename().string(), "s" + r + r + r + "-o" + r + r + "-t" + r + ".txt");
+}
+
 TEST(PreloadFileOpen, PythonOpenForWriting) {
   TempDir dir;
   const std::string script = "import os\n"
@@ -158,7 +142,7 @@ TEST(PreloadFileOpen, PythonOpenForWriting) {
                              "with open('bin.pt', 'wb') as f: f.write(b'z')\n";
   auto env = rankEnv(dir, "1");
   auto o = run({"/usr/bin/python3", "-c", "import os; os.chdir('" + dir.path().string() + "')\n" + script}, env, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   std::map<std::string, std::string> seen;
   for (const auto& e : eventsOf(readEvents(dir / "events.jsonl"), "file_open")) {
     seen[e["path"].get<std::string>()] = e["mode"].get<std::string>();
@@ -178,7 +162,7 @@ TEST(PreloadFileOpen, ARelativeNameAfterChdirIsAnotherFile) {
                              "    os.chdir(os.path.join(sys.argv[1], d))\n"
                              "    open('same.txt', 'w').close()\n";
   auto o = run({"/usr/bin/python3", "-c", script, dir.path().string()}, rankEnv(dir, "0"), dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   std::vector<std::string> paths;
   for (const auto& e : eventsOf(readEvents(dir / "events.jsonl"), "file_open")) paths.push_back(e["path"]);
   const std::string canon = fs::canonical(dir.path()).string();
@@ -202,7 +186,7 @@ TEST(PreloadFileOpen, SpawnRankComesFromFaultlineRank) {
                              "open(os.path.join(os.environ['D'], 'after.txt'), 'w')\n";
   auto o = run({"/usr/bin/python3", "-c", script},
                {{"FAULTLINE_EVENTS_DIR", dir / "events"}, {"D", dir.path().string()}}, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   auto opens = eventsOf(readEvents(dir / "events/3/events.jsonl"), "file_open");
   ASSERT_EQ(opens.size(), 1u);
   EXPECT_EQ(opens[0]["rank"], 3);
@@ -213,7 +197,7 @@ TEST(PreloadFileOpen, OncePerPathAndModeInAProcess) {
   TempDir dir;
   const std::string p = dir / "again.txt";
   auto o = victim({"open-w:" + p, "open-w:" + p, "open-w:" + p, "open-a:" + p}, rankEnv(dir, "0"), dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   auto opens = eventsOf(readEvents(dir / "events.jsonl"), "file_open");
   ASSERT_EQ(opens.size(), 2u);
   EXPECT_EQ(opens[0]["mode"], "w");
@@ -231,7 +215,7 @@ TEST(PreloadFileOpen, TheRunsOwnFilesAndDevicesAreNotRecorded) {
                    "open-w:" + run_dir + "/launcher/logs/stderr.log", "open-w:/dev/null",
                    "open-w:" + run_dir + "/checkpoint.pt"},
                   env, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   auto opens = eventsOf(readEvents(run_dir + "/ranks/0/events.jsonl"), "file_open");
   ASSERT_EQ(opens.size(), 1u);
   EXPECT_EQ(fs::path(opens[0]["path"].get<std::string>()).filename(), "checkpoint.pt");
@@ -240,7 +224,7 @@ TEST(PreloadFileOpen, TheRunsOwnFilesAndDevicesAreNotRecorded) {
 TEST(PreloadFileOpen, ErrnoIsPreserved) {
   TempDir dir;
   auto o = victim({"errno-keep:" + dir / "keep.txt", "errno-fail:" + dir / "missing.txt"}, rankEnv(dir, "0"), dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(o.out, "errno EXDEV fd ok\nerrno ENOENT\n");
   EXPECT_EQ(eventsOf(readEvents(dir / "events.jsonl"), "file_open").size(), 1u);
 }
@@ -250,7 +234,7 @@ TEST(PreloadFileOpen, OpensBeforeTheInterposersConstructorWork) {
   auto env = rankEnv(dir, "0");
   env["VICTIM_EARLY_FILE"] = dir / "early.txt";
   auto o = victim({}, env, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(readFile(dir / "early.txt"), "early\n");
   auto opens = eventsOf(readEvents(dir / "events.jsonl"), "file_open");
   ASSERT_EQ(opens.size(), 1u);
@@ -263,7 +247,7 @@ TEST(PreloadFileOpen, ThreadsKeepLinesWhole) {
   constexpr int kThreads = 8, kFiles = 250;
   auto o = victim({"threads:" + dir / "files" + ":" + std::to_string(kThreads) + ":" + std::to_string(kFiles)},
                   rankEnv(dir, "0"), dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(eventsOf(readEvents(dir / "events.jsonl"), "file_open").size(), static_cast<size_t>(kThreads * kFiles));
 }
 
@@ -271,7 +255,7 @@ TEST(PreloadFileOpen, ForkChildWithAnotherRankWritesItsOwnEvents) {
   TempDir dir;
   auto o = victim({"open-w:" + dir / "parent.txt", "fork:3:" + dir / "child.txt"},
                   {{"RANK", "0"}, {"FAULTLINE_EVENTS_DIR", dir / "events"}}, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(o.out, "open ok\nfork ok\n");
   auto parent = eventsOf(readEvents(dir / "events/0/events.jsonl"), "file_open");
   auto child = eventsOf(readEvents(dir / "events/3/events.jsonl"), "file_open");
@@ -315,7 +299,7 @@ TEST(PreloadCrash, AbortIsReported) {
 TEST(PreloadCrash, TheProgramsOwnHandlerStillRuns) {
   TempDir dir;
   auto o = victim({"handler-segv"}, rankEnv(dir, "0"), dir);
-  EXPECT_EQ(o.exitCode(), 42);
+  EXPECT_EQ(o.code(), 42);
   EXPECT_EQ(o.out, "handler ran\n");
   EXPECT_TRUE(eventsOf(readEvents(dir / "events.jsonl"), "error").empty());
 }
@@ -368,7 +352,7 @@ TEST(PreloadInject, WriteEnospcHitsRankOneOnlyAfterExactlyNWrites) {
     auto env = rankEnv(dir, rank);
     env["FAULTLINE_INJECT"] = "write:ENOSPC:rank=1:after=3";
     auto o = victim({"write:" + dir / "ckpt.bin" + ":6"}, env, dir);
-    ASSERT_EQ(o.exitCode(), 0) << o.err;
+    ASSERT_EQ(o.code(), 0) << o.err;
     const bool hit = rank == "1";
     const std::vector<std::string> want{"write 0 ok",
                                         "write 1 ok",
@@ -493,7 +477,7 @@ TEST(PreloadInject, ABadSpecIsReportedAndInjectsNothing) {
   auto env = rankEnv(dir, "1");
   env["FAULTLINE_INJECT"] = "write:ENOSPACE:rank=1";
   auto o = victim({"write:" + dir / "f:1"}, env, dir);
-  EXPECT_EQ(o.exitCode(), 0);
+  EXPECT_EQ(o.code(), 0);
   EXPECT_EQ(o.out, "write 0 ok\n");
   EXPECT_NE(o.err.find("bad FAULTLINE_INJECT \"write:ENOSPACE:rank=1\" at character 7: unknown errno 'ENOSPACE'"),
             std::string::npos)
@@ -511,7 +495,7 @@ TEST(PreloadInject, PythonSeesOSErrorWithTheErrno) {
                              "except OSError as e:\n"
                              "    print(errno.errorcode[e.errno])\n";
   auto o = run({"/usr/bin/python3", "-c", script, dir.path().string()}, env, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(o.out, "ENOSPC\n");
 }
 
@@ -528,7 +512,7 @@ TEST(PreloadInject, ReadEioOnItsFileOnly) {
                              "except OSError as e:\n"
                              "    print(e.strerror)\n";
   auto o = run({"/usr/bin/python3", "-c", script, dir.path().string()}, env, dir);
-  ASSERT_EQ(o.exitCode(), 0) << o.err;
+  ASSERT_EQ(o.code(), 0) << o.err;
   EXPECT_EQ(o.out, "samples\nInput/output error\n");
 }
 

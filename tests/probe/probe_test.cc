@@ -109,6 +109,26 @@ TEST(Probe, WritesEveryContractEvent) {
   EXPECT_EQ(ev[14]["code"], 0);
 }
 
+// A surrogate, an overlong form and a truncated sequence have the bit
+// patterns of UTF-8 sequences; the probe checks code points, so each line
+// still parses as strict UTF-8 JSON (readEvents throws otherwise).
+TEST(Probe, IllFormedUtf8InAStringBecomesReplacementCharacters) {
+  auto dir = freshDir("utf8");
+  auto events = dir / "events.jsonl";
+  int status = inChild(events, "0", [] {
+    const char* frames[] = {"#0 \xf4\x90\x80\x80"};
+    fl_probe_error("cpp_exception", "std::runtime_error", "surrogate \xed\xa0\x80 overlong \xc0\xaf cut \xe2\x82",
+                   "train\xed\xbf\xbf.cc", 1, frames, 1);
+  });
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::string r = "\xEF\xBF\xBD";
+  auto ev = readEvents(events);
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0]["message"], "surrogate " + r + r + r + " overlong " + r + r + " cut " + r);
+  EXPECT_EQ(ev[0]["file"], "train" + r + r + r + ".cc");
+  EXPECT_EQ(ev[0]["stack"][0], "#0 " + r + r + r + r);
+}
+
 TEST(Probe, NoOpWithoutEnvironment) {
   pid_t pid = ::fork();
   if (pid == 0) {

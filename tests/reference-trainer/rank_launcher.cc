@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/test_scale.h"
+
 namespace faultline::testing {
 
 namespace fs = std::filesystem;
@@ -27,25 +29,6 @@ std::vector<nlohmann::json> RankRun::eventsOf(const std::string& ev) const {
     if (e.value("ev", "") == ev) out.push_back(e);
   }
   return out;
-}
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
-std::string readFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string trainerBin() {
@@ -111,12 +94,12 @@ Launch launchRanks(const std::string& name, const LaunchOptions& options) {
         pids[r] = -1;
         --left;
         const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && !kill_at) kill_at = Clock::now() + options.after_failure;
+        if (failed && !kill_at) kill_at = Clock::now() + scaled(options.after_failure);
       }
       continue;
     }
     const auto now = Clock::now();
-    if ((kill_at && now >= *kill_at) || now - start >= options.deadline) {
+    if ((kill_at && now >= *kill_at) || now - start >= scaled(options.deadline)) {
       for (size_t r = 0; r < pids.size(); ++r) {
         if (pids[r] > 0) {
           ::kill(-pids[r], SIGKILL);

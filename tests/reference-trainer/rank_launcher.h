@@ -10,6 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+// readFile, freePort: the tests' own (tests/support).
+#include "tests/support/files.h"
+#include "tests/support/ports.h"
+
 namespace faultline::testing {
 
 struct RankRun {
@@ -30,6 +34,7 @@ struct LaunchOptions {
   int world_size = 2;
   std::vector<std::string> args;
   // Once a rank has failed, the others get this long before they are killed.
+  // Both bounds stretch by FAULTLINE_TEST_TIME_SCALE (tests/test_scale.h).
   std::chrono::milliseconds after_failure{15000};
   std::chrono::milliseconds deadline{120000};
 };
@@ -48,7 +53,5 @@ std::string trainerBin();
 std::string trainerUnavailable();
 
 Launch launchRanks(const std::string& name, const LaunchOptions& options);
-int freePort();
-std::string readFile(const std::filesystem::path& p);
 
 }  // namespace faultline::testing

@@ -17,18 +17,14 @@
 
 #include "harness/model/report.h"
 #include "reports/xml_text.h"
+#include "tests/support/files.h"
 
 namespace faultline::reports {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using faultline::testing::readFile;
 
 const char* kChromium = "/usr/bin/chromium";
 
@@ -65,14 +61,14 @@ class Browser : public ::testing::Test {
     GTEST_SKIP() << "unsupported: faultline-trainer is not built (FAULTLINE_BUILD_TRAINER=OFF)";
 #endif
     if (::access(kChromium, X_OK) != 0) GTEST_SKIP() << "unsupported: " << kChromium << " is not installed (ci/deps installs it)";
-    ASSERT_EQ(suite_status_, 0) << slurp(dir_ / "suite.log");
+    ASSERT_EQ(suite_status_, 0) << readFile(dir_ / "suite.log");
   }
   std::string dumpDom(const fs::path& page) {
     const fs::path out = dir_ / (page.stem().string() + ".dom");
     const std::string cmd = chromium(dir_ / "profile") + " --dump-dom file://" + page.string() + " > " + out.string() +
                             " 2>/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0);
-    return slurp(out);
+    return readFile(out);
   }
   static fs::path dir_;
   static int suite_status_;
@@ -83,7 +79,7 @@ int Browser::suite_status_ = -1;
 
 TEST_F(Browser, RunReportShowsRootCauseAndOneLanePerRank) {
   const fs::path run = dir_ / "suite" / "hung-collective";
-  const auto report = nlohmann::json::parse(slurp(run / "report.json"));
+  const auto report = nlohmann::json::parse(readFile(run / "report.json"));
   ASSERT_FALSE(report["root_cause"].is_null());
   const std::string summary = report["root_cause"]["summary"];
   const std::string dom = dumpDom(run / "report.html");
@@ -172,7 +168,7 @@ class HostileBrowser : public ::testing::Test {
     const std::string cmd = chromium(dir_ / "profile") + " --dump-dom " + shellQuoted("file://" + page.string()) + " > " +
                             shellQuoted(out) + " 2>/dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0);
-    return slurp(out);
+    return readFile(out);
   }
   static std::string title(const std::string& dom) {
     std::smatch m;
@@ -180,7 +176,7 @@ class HostileBrowser : public ::testing::Test {
   }
   // The same page without its Content-Security-Policy: escaping alone must hold.
   fs::path withoutCsp(const fs::path& page) {
-    std::string html = slurp(page);
+    std::string html = readFile(page);
     const size_t at = html.find("<meta http-equiv=\"Content-Security-Policy\"");
     EXPECT_NE(at, std::string::npos);
     if (at != std::string::npos) html.erase(at, html.find("/>", at) + 2 - at);
@@ -215,7 +211,7 @@ TEST_F(HostileBrowser, ReRenderedRunReportRunsNoScript) {
   fs::create_directories(run);
   ASSERT_TRUE(writeReport(hostileReport(), (run / "report.json").string()));
   const std::string cmd = std::string(FL_FAULTLINE) + " report " + shellQuoted(run) + " > " + shellQuoted(dir_ / "log") + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "log");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << readFile(dir_ / "log");
   const std::string dom = dumpDom(run / "report.html");
   expectInert(dom, "faultline: &lt;/script&gt;");
   // The root cause reads as the text the trainer wrote (controls and the surrogate replaced).
@@ -238,7 +234,7 @@ TEST_F(HostileBrowser, SuitePageRunsNoScriptAndLinksNoScheme) {
                             {"wall_ms", 1}};
   std::ofstream(suite / "report.json") << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string cmd = std::string(FL_FAULTLINE) + " report " + shellQuoted(suite) + " > " + shellQuoted(dir_ / "log") + " 2>&1";
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir_ / "log");
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << readFile(dir_ / "log");
   for (const fs::path& page : {suite / "index.html", withoutCsp(suite / "index.html")}) {
     const std::string dom = dumpDom(page);
     expectInert(dom, "faultline suite");

@@ -11,6 +11,7 @@
 #include <pugixml.hpp>
 
 #include "reports/xml_text.h"
+#include "tests/support/utf8_oracle.h"
 
 namespace faultline::reports {
 namespace {
@@ -264,24 +265,8 @@ Report hostileEverywhere() {
   return r;
 }
 
-// Independent strict UTF-8 check: decode and reject overlongs, surrogates, > U+10FFFF.
-bool strictUtf8(const std::string& s) {
-  const auto* b = reinterpret_cast<const unsigned char*>(s.data());
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = b[i];
-    const size_t len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    uint32_t cp = len == 1 ? c : c & (0x7f >> len);
-    for (size_t k = 1; k < len; ++k) {
-      if ((b[i + k] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (b[i + k] & 0x3f);
-    }
-    const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return false;
-    i += len;
-  }
-  return true;
-}
+// Independent strict UTF-8 check (tests/support/utf8_oracle.h).
+bool strictUtf8(const std::string& s) { return testing::wellFormedUtf8(s); }
 
 // No byte that XML 1.0 forbids (C0 controls but tab, newline, CR), no U+FFFE/U+FFFF.
 bool xmlCharsOnly(const std::string& s) {

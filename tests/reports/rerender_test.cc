@@ -2,9 +2,6 @@
 // strings and markup in every field execute nothing, and the renderers read
 // report.json alone (checked under strace: one execve, no child process, no
 // other file of the run opened, writes only to the three reports).
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,39 +16,25 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/model/report.h"
+#include "tests/support/files.h"
+#include "tests/support/process.h"
 #include "tests/test_scale.h"
-
-extern char** environ;
 
 namespace faultline {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using faultline::testing::readFile;
 
-// Runs argv directly (no shell between the test and the hostile paths).
+// Runs argv directly (no shell between the test and the hostile paths); the
+// exit code, or -1 when it did not exit.
 int run(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<std::string> all = args;
-  std::vector<char*> argv;
-  for (auto& a : all) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, all[0].c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  testing::SpawnOptions o;
+  o.argv = args;
+  o.stdout_path = log;
+  o.stderr_to_stdout = true;
+  return testing::runChild(o).code();
 }
 
 class ReRender : public ::testing::Test {
@@ -114,15 +97,15 @@ class ReRender : public ::testing::Test {
 
 TEST_F(ReRender, HostileReportJsonExecutesNothing) {
   writeHostileReport();
-  EXPECT_EQ(run({FL_FAULTLINE, "report", run_.string()}, dir_ / "log"), 0) << slurp(dir_ / "log");
+  EXPECT_EQ(run({FL_FAULTLINE, "report", run_.string()}, dir_ / "log"), 0) << readFile(dir_ / "log");
   EXPECT_TRUE(pwned().empty()) << pwned().front();
   // The payload is in every report, as inert text.
   for (const char* name : {"junit.xml", "report.md", "report.html"}) {
-    EXPECT_NE(slurp(run_ / name).find("$(touch "), std::string::npos) << name;
+    EXPECT_NE(readFile(run_ / name).find("$(touch "), std::string::npos) << name;
   }
   // (Markdown keeps raw text only inside code fences; reports_test checks that.)
-  for (const char* name : {"junit.xml", "report.html"}) EXPECT_EQ(slurp(run_ / name).find("<img"), std::string::npos) << name;
-  EXPECT_NE(slurp(run_ / "report.md").find("%s%s%n%x"), std::string::npos);
+  for (const char* name : {"junit.xml", "report.html"}) EXPECT_EQ(readFile(run_ / name).find("<img"), std::string::npos) << name;
+  EXPECT_NE(readFile(run_ / "report.md").find("%s%s%n%x"), std::string::npos);
 }
 
 // `faultline ARGS...` under strace: the trace's lines, or none when strace
@@ -137,7 +120,7 @@ std::vector<std::string> strace(const fs::path& dir, const std::vector<std::stri
   cmd.insert(cmd.end(), args.begin(), args.end());
   *rc = run(cmd, dir / "log");
   std::vector<std::string> lines;
-  std::istringstream in(slurp(trace));
+  std::istringstream in(readFile(trace));
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
 }
@@ -170,10 +153,10 @@ TEST_F(ReRender, RenderersReadOnlyReportJsonAndStartNothing) {
   writeHostileReport();
   int rc = 0;
   const auto trace = strace(dir_, {"report", run_.string()}, &rc);
-  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
-    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  if (rc != 0 && readFile(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << readFile(dir_ / "log");
   }
-  ASSERT_EQ(rc, 0) << slurp(dir_ / "log");
+  ASSERT_EQ(rc, 0) << readFile(dir_ / "log");
   EXPECT_TRUE(pwned().empty());
   expectNothingStarted(trace);
   const std::string run_prefix = run_.string() + "/";
@@ -207,10 +190,10 @@ TEST_F(ReRender, ExplainDiagnosesAgainAndStartsNothing) {
   writeHostileReport();
   int rc = 0;
   const auto trace = strace(dir_, {"explain", run_.string(), "--json"}, &rc);
-  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
-    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  if (rc != 0 && readFile(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << readFile(dir_ / "log");
   }
-  EXPECT_TRUE(rc == 0 || rc == 1) << rc << " " << slurp(dir_ / "log");  // 1: a failure is diagnosed
+  EXPECT_TRUE(rc == 0 || rc == 1) << rc << " " << readFile(dir_ / "log");  // 1: a failure is diagnosed
   EXPECT_TRUE(pwned().empty());
   expectNothingStarted(trace);
 }
@@ -222,16 +205,16 @@ TEST_F(ReRender, ExecWritesReportJsonOncePerRun) {
   const fs::path out = dir_ / "exec";
   int rc = 0;
   const auto trace = strace(dir_, {"exec", "--no-instrument", "-o", out.string(), "--", "/bin/true"}, &rc);
-  if (rc != 0 && slurp(dir_ / "log").find("ptrace") != std::string::npos) {
-    GTEST_SKIP() << "unsupported: strace cannot trace here: " << slurp(dir_ / "log");
+  if (rc != 0 && readFile(dir_ / "log").find("ptrace") != std::string::npos) {
+    GTEST_SKIP() << "unsupported: strace cannot trace here: " << readFile(dir_ / "log");
   }
-  ASSERT_EQ(rc, 0) << slurp(dir_ / "log");
+  ASSERT_EQ(rc, 0) << readFile(dir_ / "log");
   const std::string target = (out / "report.json").string() + "\"";
   int writes = 0;
   for (const auto& line : trace) {
     if (line.find("rename") != std::string::npos && line.find(target) != std::string::npos) ++writes;
   }
-  EXPECT_EQ(writes, 1) << slurp(dir_ / "trace");
+  EXPECT_EQ(writes, 1) << readFile(dir_ / "trace");
 }
 
 TEST_F(ReRender, SuiteRunDirectoriesCannotLeaveTheSuite) {
@@ -247,8 +230,8 @@ TEST_F(ReRender, SuiteRunDirectoriesCannotLeaveTheSuite) {
                         {"scenarios", {{{"name", "x"}, {"stack", "builtin"}, {"run_dir", run_dir}}}},
                         {"wall_ms", 1}};
     std::ofstream(suite / "report.json") << j.dump();
-    EXPECT_EQ(run({FL_FAULTLINE, "report", suite.string()}, dir_ / "log"), 2) << slurp(dir_ / "log");
-    const std::string log = slurp(dir_ / "log");
+    EXPECT_EQ(run({FL_FAULTLINE, "report", suite.string()}, dir_ / "log"), 2) << readFile(dir_ / "log");
+    const std::string log = readFile(dir_ / "log");
     EXPECT_NE(log.find((suite / "report.json").string()), std::string::npos) << log;
     EXPECT_NE(log.find("scenarios[0].run_dir"), std::string::npos) << log;
     EXPECT_FALSE(fs::exists(dir_ / "outside" / "report.html"));

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "harness/probe/json_escape.h"
 #include "harness/probe/preload/preload.h"
 
 /* ---- rank ---- */
@@ -77,49 +78,10 @@ void fl_line_hex(struct fl_line *b, uint64_t v, int width) {
   for (int i = width - 1; i >= 0; --i) put(b, kDigits[(v >> (4 * i)) & 0xf]);
 }
 
-/* Control characters escaped; invalid UTF-8 becomes U+FFFD so that a reader
- * never rejects the line (paths are bytes, not text). */
-void fl_line_str(struct fl_line *b, const char *s) {
-  if (!s) {
-    fl_line_raw(b, "null");
-    return;
-  }
-  put(b, '"');
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned char c = *p;
-    if (c == '"' || c == '\\') {
-      put(b, '\\');
-      put(b, (char)c);
-      ++p;
-    } else if (c == '\n') {
-      fl_line_raw(b, "\\n");
-      ++p;
-    } else if (c == '\t') {
-      fl_line_raw(b, "\\t");
-      ++p;
-    } else if (c < 0x20 || c == 0x7f) {
-      fl_line_raw(b, "\\u00");
-      fl_line_hex(b, c, 2);
-      ++p;
-    } else if (c < 0x80) {
-      put(b, (char)c);
-      ++p;
-    } else {
-      int len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-      int ok = len > 0;
-      for (int i = 1; ok && i < len; ++i) ok = (p[i] & 0xc0) == 0x80;
-      if (ok) {
-        for (int i = 0; i < len; ++i) put(b, (char)p[i]);
-        p += len;
-      } else {
-        fl_line_raw(b, "\\ufffd");
-        ++p;
-      }
-    }
-  }
-  put(b, '"');
-}
+/* harness/probe/json_escape.h: control characters escaped, ill-formed UTF-8
+ * as \ufffd, so that a reader never rejects the line (paths are bytes, not
+ * text). */
+void fl_line_str(struct fl_line *b, const char *s) { b->len = fl_json_string(b->buf, b->cap, b->len, s); }
 
 void fl_line_key(struct fl_line *b, const char *key) {
   put(b, ',');
