@@ -4,6 +4,7 @@
 #include "harness/model/torch_version.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -233,13 +234,23 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
 // Whether the torch bounds admit any version at all (">=2,<2" admits none).
 // Tried on each bound's own version and its neighbours, which is where a
 // nonempty range of versions has a member.
+// "2.13.1" -> {2, 13, 1}; a part too large for a version (or no number) is 10^9.
+std::vector<long> numericParts(const std::string& version) {
+  std::vector<long> p;
+  std::stringstream ss(version);
+  for (std::string part; std::getline(ss, part, '.');) {
+    long v = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    p.push_back(ec == std::errc() && ptr != part.data() && v < 1'000'000'000L ? v : 1'000'000'000L);
+  }
+  return p;
+}
+
 bool anyTorchSatisfies(const std::vector<VersionBound>& bounds, const std::string& series = "") {
   if (bounds.empty()) return true;
   std::vector<std::vector<long>> tries = {{0, 0}, {99999, 0}};
   for (const auto& b : bounds) {
-    std::vector<long> p;
-    std::stringstream ss(b.version);
-    for (std::string part; std::getline(ss, part, '.');) p.push_back(part.empty() ? 0 : std::stol(part));
+    const std::vector<long> p = numericParts(b.version);
     tries.push_back(p);
     for (size_t i = 0; i < p.size(); ++i) {
       for (long d : {-1L, 1L}) {
@@ -258,9 +269,7 @@ bool anyTorchSatisfies(const std::vector<VersionBound>& bounds, const std::strin
   if (!series.empty()) {
     // A stack pinned to a series (torchrun@1.13) runs only a version of it.
     std::vector<std::vector<long>> pinned;
-    std::vector<long> base;
-    std::stringstream ss(series);
-    for (std::string part; std::getline(ss, part, '.');) base.push_back(std::stol(part));
+    const std::vector<long> base = numericParts(series);
     pinned.push_back(base);
     for (long patch : {0L, 1L, 99L}) {
       auto q = base;
@@ -280,11 +289,17 @@ bool anyTorchSatisfies(const std::vector<VersionBound>& bounds, const std::strin
   return false;
 }
 
+// Why a stack entry can never run the scenario.
+struct NeverRuns {
+  std::string why;     // "external runs stack.command itself, ..."
+  bool torch = false;  // because of stack.torch
+};
+
 // Why the stack entry ("external", "launch@1.13") can never run this
 // scenario, whatever is installed; nullopt when it can. The same rules the
 // stack plan applies (harness/launch/stack_plan.cc), those that hold by
 // construction: they depend on the scenario alone.
-std::optional<std::string> neverRunsOn(const std::string& entry, const Stack& s) {
+std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
   const auto at = entry.find('@');
   const std::string launcher = entry.substr(0, at);
   const std::string series = at == std::string::npos ? "" : entry.substr(at + 1);
@@ -292,14 +307,15 @@ std::optional<std::string> neverRunsOn(const std::string& entry, const Stack& s)
   const bool python = !reference && !s.command.empty() &&
                       fs::path(s.command.front()).filename().string().rfind("python", 0) == 0;
   if (reference && (launcher == "spawn" || launcher == "external")) {
-    return entry + " runs stack.command itself, and the reference trainer needs a launcher";
+    return NeverRuns{entry + " runs stack.command itself, and the reference trainer needs a launcher"};
   }
-  if (launcher == "launch" && !python) return entry + " runs Python trainers only";
+  if (launcher == "launch" && !python) return NeverRuns{entry + " runs Python trainers only"};
   const bool needs_torch = reference || python || launcher == "torchrun" || launcher == "launch" ||
                            launcher == "spawn" || !series.empty();
   if (needs_torch && !anyTorchSatisfies(s.torch_bounds, series)) {
-    return series.empty() ? "torch " + s.torch + " admits no version"
-                          : entry + " runs torch " + series + ", outside torch " + s.torch;
+    return NeverRuns{series.empty() ? "torch " + s.torch + " admits no version"
+                                    : entry + " runs torch " + series + ", outside torch " + s.torch,
+                     true};
   }
   return std::nullopt;
 }
@@ -313,8 +329,8 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s) {
   for (const auto& e : entries) {
     const auto no = neverRunsOn(e, s);
     if (!no) return;
-    why += (why.empty() ? "" : "; ") + *no;
-    only_torch = only_torch && no->find("torch") != std::string::npos && no->find("trainer") == std::string::npos;
+    why += (why.empty() ? "" : "; ") + no->why;
+    only_torch = only_torch && no->torch;
   }
   const toml::node* at = only_torch && t.get("torch") ? t.get("torch")
                        : t.get("stacks")              ? t.get("stacks")
