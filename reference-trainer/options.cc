@@ -59,7 +59,7 @@ std::string usage() {
          "  --fingerprint-every N   parameter fingerprint period in steps (default 10)\n"
          "  --checkpoint-every N    checkpoint period in steps (default: end only)\n"
          "  --out-dir DIR         checkpoint and log directory\n"
-         "  --fault KIND --fault-rank R --fault-step S --fault-arg X\n"
+         "  --fault KIND --fault-rank R[,R...]|all --fault-step S --fault-arg X\n"
          "                        inject a fault (also FAULTLINE_FAULT=KIND:rank=R:step=S:arg=X)\n";
 }
 

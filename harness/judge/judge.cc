@@ -57,12 +57,28 @@ json resolvePath(const json& report, const std::string& path) {
   std::string seg;
   while (std::getline(ss, seg, '.')) {
     std::optional<size_t> index;
+    std::optional<std::string> kind;  // findings[KIND]
     std::string name = seg;
     if (auto b = seg.find('['); b != std::string::npos) {
-      index = std::stoul(seg.substr(b + 1, seg.size() - b - 2));
+      const std::string inside = seg.substr(b + 1, seg.size() - b - 2);
+      if (!inside.empty() && inside.find_first_not_of("0123456789") == std::string::npos) {
+        index = std::stoul(inside);
+      } else {
+        kind = inside;
+      }
       name = seg.substr(0, b);
     }
     node = step(node, name, index);
+    if (kind) {
+      // Only the findings of that kind; none of it is an absent value, not an
+      // empty list, so no matcher but { null = true } holds on a finding that is not there.
+      if (!node.is_array()) return nullptr;
+      json picked = json::array();
+      for (const auto& x : node) {
+        if (x.is_object() && x.value("kind", std::string()) == *kind) picked.push_back(x);
+      }
+      node = picked.empty() ? json(nullptr) : picked;
+    }
     if (node.is_null()) return nullptr;
   }
   return node;
@@ -112,6 +128,12 @@ Expectation judgeOne(const scenario::Expect& expect, const json& report) {
       break;
     case scenario::MatchOp::kNull:
       e.ok = actual.is_null() == expect.value.get<bool>();
+      break;
+    case scenario::MatchOp::kIn:
+      e.ok = false;
+      if (!actual.is_null()) {
+        for (const auto& x : expect.value) e.ok = e.ok || sameValue(actual, x);
+      }
       break;
   }
   e.status = e.ok ? "pass" : "fail";

@@ -44,7 +44,7 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 std::vector<std::string> faultArgs(const scenario::Scenario& s) {
   if (!s.fault || s.fault->kind.empty()) return {};
   std::vector<std::string> out = {"--fault", s.fault->kind, "--fault-rank",
-                                  s.fault->rank ? std::to_string(*s.fault->rank) : "all", "--fault-step",
+                                  s.fault->rankList(), "--fault-step",
                                   std::to_string(s.fault->step)};
   if (!s.fault->arg.empty()) out.insert(out.end(), {"--fault-arg", s.fault->arg});
   return out;

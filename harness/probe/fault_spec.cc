@@ -1,6 +1,7 @@
 // Fault specifications: names, parsing and validation.
 #include "harness/probe/fault_spec.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <utility>
@@ -84,10 +85,27 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
       }
       std::string_view key = part.substr(0, eq), value = part.substr(eq + 1);
       if (key == "rank") {
-        if (value == "all" || value == "*") {
-          spec.rank = -1;
-        } else if (!parseNumber(value, spec.rank) || spec.rank < 0) {
-          return tl::unexpected("bad fault rank '" + std::string(value) + "', expected a rank >= 0 or 'all'");
+        spec.ranks.clear();
+        if (value != "all" && value != "*") {
+          // R or R,R,...: the same fault on each of them.
+          size_t from = 0;
+          while (true) {
+            const size_t comma = value.find(',', from);
+            const std::string_view one = value.substr(from, comma == std::string_view::npos ? comma : comma - from);
+            int r = -1;
+            if (!parseNumber(one, r) || r < 0) {
+              return tl::unexpected("bad fault rank '" + std::string(value) +
+                                    "', expected a rank >= 0, ranks such as 0,2, or 'all'");
+            }
+            if (std::find(spec.ranks.begin(), spec.ranks.end(), r) != spec.ranks.end()) {
+              return tl::unexpected("bad fault rank '" + std::string(value) + "': rank " + std::to_string(r) +
+                                    " is listed twice, expected distinct ranks such as 0,2");
+            }
+            spec.ranks.push_back(r);
+            if (comma == std::string_view::npos) break;
+            from = comma + 1;
+          }
+          std::sort(spec.ranks.begin(), spec.ranks.end());
         }
       } else if (key == "step") {
         if (!parseNumber(value, spec.step) || spec.step < 1) {
@@ -105,10 +123,23 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
   return spec;
 }
 
+bool FaultSpec::targets(int r) const {
+  return kind != FaultKind::kNone && (ranks.empty() || std::find(ranks.begin(), ranks.end(), r) != ranks.end());
+}
+
+std::string rankList(const std::vector<int>& ranks) {
+  if (ranks.empty()) return "all";
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ",") + std::to_string(r);
+  return s;
+}
+
 tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int world_size) {
-  if (spec.rank >= world_size) {
-    return tl::unexpected("fault rank " + std::to_string(spec.rank) + " is out of range for world size " +
-                          std::to_string(world_size));
+  for (int r : spec.ranks) {
+    if (r >= world_size) {
+      return tl::unexpected("fault rank " + std::to_string(r) + " is out of range for world size " +
+                            std::to_string(world_size));
+    }
   }
   auto oneOf = [&](std::initializer_list<std::string_view> variants) -> tl::expected<void, std::string> {
     if (spec.arg.empty()) return {};

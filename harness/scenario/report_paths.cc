@@ -1,7 +1,10 @@
 // The shape of report.json, to reject expectation paths that can never resolve.
 #include "harness/scenario/scenario.h"
 
+#include <algorithm>
 #include <sstream>
+
+#include "harness/model/report.h"
 
 namespace faultline::scenario {
 namespace {
@@ -33,32 +36,67 @@ const json& reportShape() {
   return shape;
 }
 
+// The kinds a finding can have (CONTRACT.md section 4, KIND "as finding"):
+// the ones `findings[KIND]` may name.
+const std::vector<std::string>& findingKinds() {
+  static const std::vector<std::string> kinds = [] {
+    std::vector<std::string> out;
+    for (Kind k : {Kind::kSeedMismatch, Kind::kUnshardedData, Kind::kUnsyncedMetrics, Kind::kConcurrentWrites,
+                   Kind::kStraggler, Kind::kNoPgDestroy}) {
+      out.push_back(kindName(k));
+    }
+    return out;
+  }();
+  return kinds;
+}
+
+bool isIndex(const std::string& s) {
+  if (s.empty()) return false;
+  for (char ch : s) {
+    if (ch < '0' || ch > '9') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-bool isReportPath(const std::string& path) {
-  if (path.empty()) return false;
+std::optional<std::string> reportPathProblem(const std::string& path) {
+  const std::string unknown = "unknown report path '" + path +
+                              "', expected a field of report.json such as root_cause.kind, ranks[1].role, "
+                              "findings.kind or teardown.duration_ms";
+  if (path.empty()) return unknown;
   const json* node = &reportShape();
   std::stringstream ss(path);
   std::string seg;
   while (std::getline(ss, seg, '.')) {
     std::string name = seg;
-    bool indexed = false;
+    std::optional<std::string> selector;  // what is between [ and ]
     if (auto b = seg.find('['); b != std::string::npos) {
-      if (seg.back() != ']' || b + 2 > seg.size() - 1) return false;
-      for (size_t i = b + 1; i + 1 < seg.size(); ++i) {
-        if (seg[i] < '0' || seg[i] > '9') return false;
-      }
+      if (seg.back() != ']' || b + 2 > seg.size() - 1) return unknown;
+      selector = seg.substr(b + 1, seg.size() - b - 2);
       name = seg.substr(0, b);
-      indexed = true;
     }
     // Arrays project: "findings.kind" is every finding's kind.
     while (node->is_array()) node = &(*node)[0];
-    if (!node->is_object() || !node->contains(name)) return false;
+    if (!node->is_object() || !node->contains(name)) return unknown;
     node = &(*node)[name];
-    if (indexed && !node->is_array()) return false;
-    if (indexed) node = &(*node)[0];
+    if (selector && !node->is_array()) return unknown;
+    if (selector && !isIndex(*selector)) {
+      // findings[KIND]: the findings of that kind, so a path checks one finding's fields.
+      if (name != "findings") return unknown;
+      const auto& kinds = findingKinds();
+      if (std::find(kinds.begin(), kinds.end(), *selector) == kinds.end()) {
+        std::string list;
+        for (const auto& k : kinds) list += (list.empty() ? "" : ", ") + k;
+        return "unknown finding kind '" + *selector + "' in '" + path +
+               "', expected findings[KIND].FIELD (findings[seed_mismatch].ranks) with KIND one of: " + list;
+      }
+    }
+    if (selector) node = &(*node)[0];
   }
-  return true;
+  return std::nullopt;
 }
+
+bool isReportPath(const std::string& path) { return !reportPathProblem(path); }
 
 }  // namespace faultline::scenario

@@ -4,6 +4,7 @@
 #include "harness/model/torch_version.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -181,6 +182,8 @@ json toJson(const toml::node& n) {
   return nullptr;
 }
 
+void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
+
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks", "torch"}, "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
@@ -225,6 +228,119 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (s.launcher == "external" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: launcher = \"external\" needs command = [\"launcher\", ...]");
   }
+  checkSomeStackRuns(c, t, s);
+}
+
+// Whether the torch bounds admit any version at all (">=2,<2" admits none).
+// Tried on each bound's own version and its neighbours, which is where a
+// nonempty range of versions has a member.
+// "2.13.1" -> {2, 13, 1}; a part too large for a version (or no number) is 10^9.
+std::vector<long> numericParts(const std::string& version) {
+  std::vector<long> p;
+  std::stringstream ss(version);
+  for (std::string part; std::getline(ss, part, '.');) {
+    long v = 0;
+    const auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    p.push_back(ec == std::errc() && ptr != part.data() && v < 1'000'000'000L ? v : 1'000'000'000L);
+  }
+  return p;
+}
+
+bool anyTorchSatisfies(const std::vector<VersionBound>& bounds, const std::string& series = "") {
+  if (bounds.empty()) return true;
+  std::vector<std::vector<long>> tries = {{0, 0}, {99999, 0}};
+  for (const auto& b : bounds) {
+    const std::vector<long> p = numericParts(b.version);
+    tries.push_back(p);
+    for (size_t i = 0; i < p.size(); ++i) {
+      for (long d : {-1L, 1L}) {
+        auto q = p;
+        if (q[i] + d < 0) continue;
+        q[i] += d;
+        tries.push_back(q);
+      }
+    }
+    for (long extra : {0L, 1L, 99L}) {
+      auto q = p;
+      q.push_back(extra);
+      tries.push_back(q);
+    }
+  }
+  if (!series.empty()) {
+    // A stack pinned to a series (torchrun@1.13) runs only a version of it.
+    std::vector<std::vector<long>> pinned;
+    const std::vector<long> base = numericParts(series);
+    pinned.push_back(base);
+    for (long patch : {0L, 1L, 99L}) {
+      auto q = base;
+      q.push_back(patch);
+      pinned.push_back(q);
+    }
+    for (const auto& t : tries) {
+      if (t.size() > base.size() && std::equal(base.begin(), base.end(), t.begin())) pinned.push_back(t);
+    }
+    tries = pinned;
+  }
+  for (const auto& t : tries) {
+    std::string v;
+    for (long x : t) v += (v.empty() ? "" : ".") + std::to_string(x);
+    if (!v.empty() && satisfies(v, bounds)) return true;
+  }
+  return false;
+}
+
+// Why a stack entry can never run the scenario.
+struct NeverRuns {
+  std::string why;     // "external runs stack.command itself, ..."
+  bool torch = false;  // because of stack.torch
+};
+
+// Why the stack entry ("external", "launch@1.13") can never run this
+// scenario, whatever is installed; nullopt when it can. The same rules the
+// stack plan applies (harness/launch/stack_plan.cc), those that hold by
+// construction: they depend on the scenario alone.
+std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
+  const auto at = entry.find('@');
+  const std::string launcher = entry.substr(0, at);
+  const std::string series = at == std::string::npos ? "" : entry.substr(at + 1);
+  const bool reference = s.trainer == "reference";
+  const bool python = !reference && !s.command.empty() &&
+                      fs::path(s.command.front()).filename().string().rfind("python", 0) == 0;
+  if (reference && (launcher == "spawn" || launcher == "external")) {
+    return NeverRuns{entry + " runs stack.command itself, and the reference trainer needs a launcher"};
+  }
+  if (launcher == "launch" && !python) return NeverRuns{entry + " runs Python trainers only"};
+  const bool needs_torch = reference || python || launcher == "torchrun" || launcher == "launch" ||
+                           launcher == "spawn" || !series.empty();
+  if (needs_torch && !anyTorchSatisfies(s.torch_bounds, series)) {
+    return NeverRuns{series.empty() ? "torch " + s.torch + " admits no version"
+                                    : entry + " runs torch " + series + ", outside torch " + s.torch,
+                     true};
+  }
+  return std::nullopt;
+}
+
+// A scenario no stack can ever run is bad input, not a quiet `unsupported`.
+void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s) {
+  if (c.failed()) return;
+  const std::vector<std::string> entries = s.stacks.empty() ? std::vector<std::string>{s.launcher} : s.stacks;
+  std::string why;
+  bool only_torch = true;
+  for (const auto& e : entries) {
+    const auto no = neverRunsOn(e, s);
+    if (!no) return;
+    why += (why.empty() ? "" : "; ") + no->why;
+    only_torch = only_torch && no->torch;
+  }
+  const toml::node* at = only_torch && t.get("torch") ? t.get("torch")
+                       : t.get("stacks")              ? t.get("stacks")
+                       : t.get("launcher")            ? t.get("launcher")
+                                                      : static_cast<const toml::node*>(&t);
+  const std::string key = at == t.get("torch") ? "stack.torch" : at == t.get("stacks") ? "stack.stacks"
+                        : at == t.get("launcher") ? "stack.launcher" : "[stack]";
+  c.error(at->source(), key + ": no stack can run this scenario (" + why +
+                            "), expected a stack that can: trainer = \"command\" for spawn and external, "
+                            "a Python trainer for launch, torch bounds that admit a version");
 }
 
 // fault.inject: the interposer's own parser decides, so a scenario and
@@ -284,13 +400,35 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
     }
     f.kind = *kind;
   }
-  if (auto r = c.integer(t, "rank", "fault")) {
-    if (*r < 0 || *r >= stack.world_size) {
-      c.error(t.get("rank")->source(), "fault.rank: rank " + std::to_string(*r) + " is impossible with world_size " +
-                                           std::to_string(stack.world_size) + ", expected 0.." +
-                                           std::to_string(stack.world_size - 1));
+  if (const toml::node* rn = t.get("rank")) {
+    // rank = R, or rank = [R, ...]: the same fault on each (the root cause is whichever fails first).
+    std::vector<const toml::node*> items;
+    if (const toml::array* a = rn->as_array()) {
+      if (a->empty()) c.error(rn->source(), "fault.rank: an empty array, expected a rank or ranks such as [0, 2] (leave rank out for every rank)");
+      for (const auto& e : *a) items.push_back(&e);
+    } else {
+      items.push_back(rn);
     }
-    f.rank = static_cast<int>(*r);
+    for (const toml::node* n : items) {
+      if (c.failed()) break;
+      const auto r = n->as_integer();
+      if (!r) {
+        c.error(n->source(), "fault.rank: expected a rank or an array of ranks such as [0, 2], got " + Checker::typeName(*n));
+        break;
+      }
+      const int64_t v = r->get();
+      if (v < 0 || v >= stack.world_size) {
+        c.error(n->source(), "fault.rank: rank " + std::to_string(v) + " is impossible with world_size " +
+                                 std::to_string(stack.world_size) + ", expected 0.." + std::to_string(stack.world_size - 1));
+        break;
+      }
+      if (std::find(f.ranks.begin(), f.ranks.end(), static_cast<int>(v)) != f.ranks.end()) {
+        c.error(n->source(), "fault.rank: rank " + std::to_string(v) + " is listed twice, expected distinct ranks such as [0, 2]");
+        break;
+      }
+      f.ranks.push_back(static_cast<int>(v));
+    }
+    std::sort(f.ranks.begin(), f.ranks.end());
   }
   if (auto s = c.integer(t, "step", "fault")) {
     if (*s < 1) c.error(t.get("step")->source(), "fault.step: " + std::to_string(*s) + " is impossible, expected a step >= 1");
@@ -306,7 +444,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
     }
   }
   if (!c.failed() && kind) {
-    probe::FaultSpec spec{*probe::faultKindFromName(*kind), f.rank.value_or(-1), f.step, f.arg};
+    probe::FaultSpec spec{*probe::faultKindFromName(*kind), f.ranks, f.step, f.arg};
     if (auto ok = probe::validateFaultSpec(spec, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
   }
 }
@@ -350,8 +488,8 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     Expect e;
     e.path = std::string(key.str());
     e.pos = c.pos(key.source());
-    if (!isReportPath(e.path)) {
-      c.error(key.source(), "[expect]: unknown report path '" + e.path + "', expected a field of report.json such as root_cause.kind, ranks[1].role, findings.kind or teardown.duration_ms");
+    if (auto problem = reportPathProblem(e.path)) {
+      c.error(key.source(), "[expect]: " + *problem);
       return;
     }
     if (const toml::node* d = findDateTime(node)) {
@@ -381,8 +519,17 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
           return;
         }
         e.op = MatchOp::kNull;
+      } else if (op == "in") {
+        // One of several values: a fault on several ranks has either as its root cause.
+        const toml::array* a = mv.as_array();
+        if (!a || a->empty()) {
+          c.error(mv.source(), "[expect] " + e.path + ": { in = ... } expects a non-empty array of values, such as [0, 2], got " +
+                                   (a ? std::string("an empty array") : Checker::typeName(mv)));
+          return;
+        }
+        e.op = MatchOp::kIn;
       } else {
-        c.error(mk.source(), "[expect] " + e.path + ": unknown matcher '" + op + "', expected max, min, contains or null");
+        c.error(mk.source(), "[expect] " + e.path + ": unknown matcher '" + op + "', expected max, min, contains, in or null");
         return;
       }
       e.value = toJson(mv);
@@ -418,11 +565,13 @@ std::string SourcePos::str() const {
 
 std::string Fault::spec() const {
   std::string s = kind;
-  s += ":rank=" + (rank ? std::to_string(*rank) : std::string("all"));
+  s += ":rank=" + rankList();
   s += ":step=" + std::to_string(step);
   if (!arg.empty()) s += ":arg=" + arg;
   return s;
 }
+
+std::string Fault::rankList() const { return probe::rankList(ranks); }
 
 json Expect::asWritten() const {
   switch (op) {
@@ -431,6 +580,7 @@ json Expect::asWritten() const {
     case MatchOp::kMin: return json{{"min", value}};
     case MatchOp::kContains: return json{{"contains", value}};
     case MatchOp::kNull: return json{{"null", value}};
+    case MatchOp::kIn: return json{{"in", value}};
     default: return value;
   }
 }

@@ -35,15 +35,17 @@ struct Stack {
 
 struct Fault {
   std::string kind;         // empty when the fault is only `inject`
-  std::optional<int> rank;  // absent: every rank (code-level bugs)
+  std::vector<int> ranks;   // the ranks it strikes, ascending; empty: every rank (code-level bugs)
   long step = 1;
   std::string arg;
   // System-call faults for the LD_PRELOAD interposer, in the FAULTLINE_INJECT
   // grammar ("write:ENOSPC:rank=1:after=100"); given to every process of the
   // run as FAULTLINE_INJECT. Empty: none.
   std::string inject;
-  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X".
+  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X" (rank "0,2" or "all").
   std::string spec() const;
+  // The --fault-rank value: "1", "0,2" or "all".
+  std::string rankList() const;
 };
 
 struct Limits {
@@ -52,12 +54,12 @@ struct Limits {
   double grace_s = 3;
 };
 
-enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains, kNull };
+enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains, kNull, kIn };
 
 struct Expect {
   std::string path;      // into report.json: "root_cause.rank", "ranks[1].role", "findings.kind"
   MatchOp op = MatchOp::kEquals;
-  nlohmann::json value;  // the expected value, regex (without "~"), bound, element, or null-ness
+  nlohmann::json value;  // the expected value, regex (without "~"), bound, element, null-ness, or the allowed values (kIn)
   SourcePos pos;
   // What the scenario file said, for the report: "collateral", "~NameError", {"max": 3000}.
   nlohmann::json asWritten() const;
@@ -96,7 +98,11 @@ struct Catalog {
 };
 Result<Catalog> loadCatalog(const std::vector<std::string>& paths);
 
-// Whether `path` names a field of report.json (CONTRACT.md section 4).
+// Whether `path` names a field of report.json (CONTRACT.md section 4):
+// `a.b`, `ranks[1].role` (an index), `findings[seed_mismatch].ranks` (the
+// findings of one kind). reportPathProblem says why not ("unknown report
+// path ..., expected ..."), nullopt when it does.
 bool isReportPath(const std::string& path);
+std::optional<std::string> reportPathProblem(const std::string& path);
 
 }  // namespace faultline::scenario

@@ -9,6 +9,7 @@ any user's trainer.
 """
 import collections
 import os
+import sys
 from datetime import timedelta
 
 import torch
@@ -16,6 +17,14 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+
+def fault_rank(default=1):
+    """The rank a trainer's fault strikes: `--fault-rank R` on its command
+    line (a scenario's `args`), else FAULT_RANK, else `default`."""
+    if "--fault-rank" in sys.argv:
+        return int(sys.argv[sys.argv.index("--fault-rank") + 1])
+    return int(os.environ.get("FAULT_RANK", str(default)))
 
 
 def setup(rank=None, world_size=None, timeout_s=10):

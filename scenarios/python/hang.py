@@ -1,4 +1,4 @@
-"""Rank 1 skips the explicit loss all-reduce of step 3 and then waits forever;
+"""Rank 1 (or `--fault-rank R`) skips the explicit loss all-reduce of step 3 and then waits forever;
 the other ranks block in that all-reduce until the Gloo timeout (5 s, or
 `--pg-timeout S`: longer than the harness's hang timeout, the harness finds
 the hang first and asks every rank for its stack)."""
@@ -9,7 +9,7 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddp_common as ddp  # noqa: E402
 
-FAULT_RANK = int(os.environ.get("FAULT_RANK", "1"))
+FAULT_RANK = ddp.fault_rank()
 FAULT_STEP = int(os.environ.get("FAULT_STEP", "3"))
 
 

@@ -1,4 +1,4 @@
-"""Rank 1 executes `b = c` at step 3: a NameError mid-training; its peers die
+"""Rank 1 (or `--fault-rank R`) executes `b = c` at step 3: a NameError mid-training; its peers die
 later in the next collective ("Connection closed by peer")."""
 import os
 import sys
@@ -6,7 +6,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddp_common as ddp  # noqa: E402
 
-FAULT_RANK = int(os.environ.get("FAULT_RANK", "1"))
+FAULT_RANK = ddp.fault_rank()
 FAULT_STEP = int(os.environ.get("FAULT_STEP", "3"))
 
 

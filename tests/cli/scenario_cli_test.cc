@@ -221,6 +221,29 @@ TEST_F(ScenarioCli, ABadFileIsThatScenarioUnresolvedAndTheSuiteRuns) {
   EXPECT_EQ(faultline("run " + bad.string() + " -o " + (dir_ / "one").string(), dir_ / "log1").status, 2);
 }
 
+// Issue 16: a scenario no stack can run (external launcher, reference
+// trainer) was `unsupported` and exit 0. It is bad input: `run` exits 2
+// naming file:line:col, and in a suite it is that one scenario, unresolved.
+TEST_F(ScenarioCli, AScenarioNoStackCanRunIsBadInput) {
+  hostileScenario("good", "\"root_cause.rank\" = 1\n");
+  const fs::path never = write("never.toml", "name = \"never\"\n[stack]\nlauncher = \"external\"\ncommand = [\"torchrun\"]\n"
+                                             "[expect]\n\"verdict\" = \"pass\"\n");
+  auto one = faultline("run " + never.string() + " -o " + (dir_ / "one").string(), dir_ / "log1");
+  EXPECT_EQ(one.status, 2) << one.out;
+  EXPECT_NE(one.out.find(never.string() + ":3:12: stack.launcher: no stack can run this scenario"), std::string::npos) << one.out;
+  EXPECT_FALSE(fs::exists(dir_ / "one" / "report.json"));
+  const fs::path out = dir_ / "suite";
+  auto r = faultline("suite " + dir_.string() + " -j 2 -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 1) << r.out;
+  auto suite = nlohmann::json::parse(readFile(out / "report.json"));
+  EXPECT_EQ(suite["counts"]["pass"], 1);
+  EXPECT_EQ(suite["counts"]["unresolved"], 1);
+  EXPECT_EQ(suite["counts"].value("unsupported", 0), 0) << suite["counts"];
+  auto report = nlohmann::json::parse(readFile(out / "never" / "report.json"));
+  EXPECT_EQ(report["verdict"], "unresolved");
+  EXPECT_NE(report["bad_input"].get<std::string>().find(":3:12: stack.launcher: no stack can run"), std::string::npos);
+}
+
 // The catalog to run: as written, or under `ci/test --sanitize` (every
 // process several times slower) a copy in `tmp` with each time limit and
 // each *_ms bound stretched by FAULTLINE_TEST_TIME_SCALE, so they keep their

@@ -94,7 +94,13 @@ std::string toTomlText(const sc::Scenario& s) {
     toml::table fault;
     if (!s.fault->kind.empty()) {  // rank, step and arg belong to a kind
       fault.insert_or_assign("kind", s.fault->kind);
-      if (s.fault->rank) fault.insert_or_assign("rank", *s.fault->rank);
+      if (s.fault->ranks.size() == 1) {
+        fault.insert_or_assign("rank", s.fault->ranks.front());
+      } else if (!s.fault->ranks.empty()) {
+        toml::array ranks;
+        for (int r : s.fault->ranks) ranks.push_back(r);
+        fault.insert_or_assign("rank", std::move(ranks));
+      }
       fault.insert_or_assign("step", static_cast<int64_t>(s.fault->step));
       fault.insert_or_assign("arg", s.fault->arg);
     }
@@ -130,7 +136,7 @@ json summary(const sc::Scenario& s) {
           {"launcher_args", s.stack.launcher_args ? json(*s.stack.launcher_args) : json()},
           {"world_size", s.stack.world_size},
           {"stacks", s.stack.stacks},
-          {"fault", s.fault ? json{s.fault->kind, s.fault->rank ? *s.fault->rank : -1, s.fault->step, s.fault->arg,
+          {"fault", s.fault ? json{s.fault->kind, s.fault->ranks, s.fault->step, s.fault->arg,
                                    s.fault->inject}
                             : json()},
           {"limits", {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s}},
@@ -141,7 +147,9 @@ void checkValid(const sc::Scenario& s) {
   check(!s.name.empty(), "a parsed scenario has no name");
   check(s.file == kFile, "a parsed scenario names another file", s.file);
   check(s.stack.world_size >= 1 && s.stack.world_size <= 4096, "world_size out of range");
-  if (s.fault && s.fault->rank) check(*s.fault->rank >= 0 && *s.fault->rank < s.stack.world_size, "fault rank out of range");
+  if (s.fault) {
+    for (int r : s.fault->ranks) check(r >= 0 && r < s.stack.world_size, "fault rank out of range");
+  }
   if (s.fault) check(s.fault->step >= 1, "fault step < 1");
   if (s.fault) check(!s.fault->kind.empty() || !s.fault->inject.empty(), "a fault has neither kind nor inject");
   for (double v : {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s}) {

@@ -34,6 +34,43 @@ TEST(ResolvePath, FieldsIndicesAndProjection) {
   EXPECT_TRUE(resolvePath(json::parse(R"({"root_cause": null})"), "root_cause.kind").is_null());
 }
 
+// Issue 16: `findings.ranks contains 1` merges every finding's ranks, so a
+// seed_mismatch expectation passed on another finding's rank 1.
+// `findings[KIND]` ties the ranks to the finding.
+TEST(ResolvePath, FindingsOfOneKind) {
+  const json two = json::parse(R"J({
+    "findings": [{"kind": "seed_mismatch", "ranks": [0], "severity": "error"},
+                 {"kind": "no_pg_destroy", "ranks": [1], "severity": "warning"}]
+  })J");
+  using scenario::MatchOp;
+  // The old path passes on no_pg_destroy's rank 1; the finding's own does not.
+  EXPECT_TRUE(judgeOne(ex("findings.ranks", MatchOp::kContains, 1), two).ok);
+  EXPECT_FALSE(judgeOne(ex("findings[seed_mismatch].ranks", MatchOp::kContains, 1), two).ok);
+  EXPECT_FALSE(judgeOne(ex("findings[seed_mismatch].ranks", MatchOp::kEquals, json({1})), two).ok);
+  EXPECT_TRUE(judgeOne(ex("findings[seed_mismatch].ranks", MatchOp::kEquals, json({0})), two).ok);
+  EXPECT_EQ(resolvePath(two, "findings[no_pg_destroy].severity"), json({"warning"}));
+  EXPECT_EQ(resolvePath(two, "findings[seed_mismatch]"), json::array({two["findings"][0]}));
+  // No finding of the kind is absent, not an empty list.
+  EXPECT_TRUE(resolvePath(two, "findings[straggler].ranks").is_null());
+  EXPECT_FALSE(judgeOne(ex("findings[straggler].ranks", MatchOp::kEquals, json::array()), two).ok);
+  EXPECT_TRUE(judgeOne(ex("findings[straggler]", MatchOp::kNull, true), two).ok);
+  // Several findings of one kind (a straggler per rank) project like findings.ranks.
+  const json many = json::parse(R"J({"findings": [{"kind": "straggler", "ranks": [0]}, {"kind": "seed_mismatch", "ranks": [2]},
+                                                  {"kind": "straggler", "ranks": [3]}]})J");
+  EXPECT_EQ(resolvePath(many, "findings[straggler].ranks"), json({0, 3}));
+}
+
+// A fault on several ranks: the root cause is whichever failed first.
+TEST(Judge, InMatcherAcceptsAnyListedValue) {
+  using scenario::MatchOp;
+  EXPECT_TRUE(judgeOne(ex("root_cause.rank", MatchOp::kIn, json({0, 1})), kReport).ok);
+  EXPECT_FALSE(judgeOne(ex("root_cause.rank", MatchOp::kIn, json({0, 2})), kReport).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause.rank", MatchOp::kIn, json({1.0})), kReport).ok);  // numbers by value
+  EXPECT_FALSE(judgeOne(ex("root_cause.exit_code", MatchOp::kIn, json({nullptr, 1})), kReport).ok);  // absent fails
+  const auto e = judgeOne(ex("root_cause.rank", MatchOp::kIn, json({0, 2})), kReport);
+  EXPECT_EQ(e.status, "fail");
+}
+
 TEST(Judge, Matchers) {
   using scenario::MatchOp;
   EXPECT_TRUE(judgeOne(ex("root_cause.kind", MatchOp::kEquals, "python_exception"), kReport).ok);

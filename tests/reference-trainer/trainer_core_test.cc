@@ -96,7 +96,7 @@ TEST(FaultSpec, ParsesFullForm) {
   auto f = parseFaultSpec("hung_collective:rank=1:step=3:arg=skip");
   ASSERT_TRUE(f.has_value()) << f.error();
   EXPECT_EQ(f->kind, FaultKind::kHungCollective);
-  EXPECT_EQ(f->rank, 1);
+  EXPECT_EQ(f->ranks, std::vector<int>{1});
   EXPECT_EQ(f->step, 3);
   EXPECT_EQ(f->arg, "skip");
   EXPECT_TRUE(f->firesAt(1, 3));
@@ -107,15 +107,35 @@ TEST(FaultSpec, ParsesFullForm) {
 TEST(FaultSpec, DefaultsAndAllRanks) {
   auto f = parseFaultSpec("unsharded_data");
   ASSERT_TRUE(f.has_value());
-  EXPECT_EQ(f->rank, -1);
+  EXPECT_TRUE(f->ranks.empty());
   EXPECT_EQ(f->step, 1);
   EXPECT_TRUE(f->targets(0) && f->targets(7));
-  EXPECT_EQ(parseFaultSpec("segfault:rank=all")->rank, -1);
+  EXPECT_TRUE(parseFaultSpec("segfault:rank=all")->ranks.empty());
+  EXPECT_EQ(rankList(parseFaultSpec("segfault:rank=all")->ranks), "all");
+}
+
+// Issue 16: the same fault on several ranks (rank=0,2), so a scenario is not
+// scored on one rank choice.
+TEST(FaultSpec, SeveralRanks) {
+  auto f = parseFaultSpec("segfault:rank=2,0:step=3");
+  ASSERT_TRUE(f.has_value()) << f.error();
+  EXPECT_EQ(f->ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(rankList(f->ranks), "0,2");
+  EXPECT_TRUE(f->firesAt(0, 3) && f->firesAt(2, 3));
+  EXPECT_FALSE(f->targets(1));
+  EXPECT_EQ(parseFaultSpec("segfault:rank=0,0").error(),
+            "bad fault rank '0,0': rank 0 is listed twice, expected distinct ranks such as 0,2");
+  EXPECT_EQ(parseFaultSpec("segfault:rank=0,").error(), "bad fault rank '0,', expected a rank >= 0, ranks such as 0,2, or 'all'");
+  EXPECT_EQ(validateFaultSpec(*parseFaultSpec("segfault:rank=0,4"), 4).error(),
+            "fault rank 4 is out of range for world size 4");
+  auto o = parseOptions({"--fault", "segfault", "--fault-rank", "1,3"});
+  ASSERT_TRUE(o.has_value()) << o.error();
+  EXPECT_EQ(o->fault.ranks, (std::vector<int>{1, 3}));
 }
 
 TEST(FaultSpec, BadInputSaysWhatWasExpected) {
   EXPECT_EQ(parseFaultSpec("segfalt").error().substr(0, 44), "unknown fault kind 'segfalt', expected one o");
-  EXPECT_EQ(parseFaultSpec("segfault:rank=-1").error(), "bad fault rank '-1', expected a rank >= 0 or 'all'");
+  EXPECT_EQ(parseFaultSpec("segfault:rank=-1").error(), "bad fault rank '-1', expected a rank >= 0, ranks such as 0,2, or 'all'");
   EXPECT_EQ(parseFaultSpec("segfault:step=0").error(), "bad fault step '0', expected an integer >= 1");
   EXPECT_EQ(parseFaultSpec("segfault:step=x").error(), "bad fault step 'x', expected an integer >= 1");
   EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, step or arg");
@@ -143,7 +163,7 @@ TEST(Options, ParsesFlagsAndFault) {
   EXPECT_DOUBLE_EQ(o->lr, 0.5);
   EXPECT_EQ(o->backend, "gloo");
   EXPECT_EQ(o->fault.kind, FaultKind::kStraggler);
-  EXPECT_EQ(o->fault.rank, 1);
+  EXPECT_EQ(o->fault.ranks, std::vector<int>{1});
   EXPECT_EQ(o->fault.step, 2);
   EXPECT_EQ(o->fault.arg, "30");
 }

@@ -69,6 +69,29 @@ TEST(Scenario, FaultWithoutRankMeansEveryRank) {
   EXPECT_EQ(s->fault->spec(), "unsharded_data:rank=all:step=1");
 }
 
+// Issue 16: the same fault on several ranks, so no scenario is scored on one rank choice.
+TEST(Scenario, FaultOnSeveralRanks) {
+  auto s = parseScenarioText(
+      "name = \"x\"\n[stack]\nworld_size = 3\n[fault]\nkind = \"segfault\"\nrank = [2, 0]\nstep = 3\n"
+      "[expect]\n\"root_cause.rank\" = { in = [0, 2] }\n",
+      "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->fault->ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(s->fault->spec(), "segfault:rank=0,2:step=3");
+  EXPECT_EQ(s->fault->rankList(), "0,2");
+  auto one = parseScenarioText("name = \"x\"\n[fault]\nkind = \"segfault\"\nrank = 1\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  ASSERT_TRUE(one.has_value()) << one.error().message;
+  EXPECT_EQ(one->fault->rankList(), "1");
+  const std::string head = "name = \"x\"\n[stack]\nworld_size = 3\n[fault]\nkind = \"segfault\"\n";
+  EXPECT_EQ(errorOf(head + "rank = [0, 3]\n"), "s.toml:6:12: fault.rank: rank 3 is impossible with world_size 3, expected 0..2");
+  EXPECT_EQ(errorOf(head + "rank = [1, 1]\n"), "s.toml:6:12: fault.rank: rank 1 is listed twice, expected distinct ranks such as [0, 2]");
+  EXPECT_EQ(errorOf(head + "rank = []\n"),
+            "s.toml:6:8: fault.rank: an empty array, expected a rank or ranks such as [0, 2] (leave rank out for every rank)");
+  EXPECT_EQ(errorOf(head + "rank = [0, \"1\"]\n"),
+            "s.toml:6:12: fault.rank: expected a rank or an array of ranks such as [0, 2], got a string");
+  EXPECT_EQ(errorOf(head + "rank = \"1\"\n"), "s.toml:6:8: fault.rank: expected a rank or an array of ranks such as [0, 2], got a string");
+}
+
 TEST(Scenario, InjectAloneIsAFault) {
   auto s = parseScenarioText(
       "name = \"x\"\n[stack]\nworld_size = 2\n[fault]\ninject = \"write:ENOSPC:rank=1:after=100;fsync:EIO\"\n"
@@ -164,6 +187,38 @@ TEST(ScenarioErrors, ImpossibleValues) {
             "s.toml:2:1: [fault]: bad --fault-arg 'nap' for hung_collective, expected one of: sleep, skip");
 }
 
+// Issue 16: a scenario no stack can ever run passed quietly as `unsupported`
+// (exit 0); by construction it is bad input, whatever is installed.
+TEST(ScenarioErrors, NoStackCanEverRunIt) {
+  const std::string expect = "[expect]\n\"verdict\" = \"pass\"\n";
+  const std::string tail = "), expected a stack that can: trainer = \"command\" for spawn and external, a Python trainer "
+                           "for launch, torch bounds that admit a version";
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"external\"\ncommand = [\"torchrun\"]\n" + expect),
+            "s.toml:3:12: stack.launcher: no stack can run this scenario (external runs stack.command itself, and the "
+            "reference trainer needs a launcher" + tail);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"spawn\", \"launch@2.13\"]\n" + expect),
+            "s.toml:3:10: stack.stacks: no stack can run this scenario (spawn runs stack.command itself, and the "
+            "reference trainer needs a launcher; launch@2.13 runs Python trainers only" + tail);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \">=2.0,<2.0\"\n" + expect),
+            "s.toml:3:9: stack.torch: no stack can run this scenario (torch >=2.0,<2.0 admits no version" + tail);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"torchrun@1.13\"]\ntorch = \">=2\"\n" + expect),
+            "s.toml:4:9: stack.torch: no stack can run this scenario (torchrun@1.13 runs torch 1.13, outside torch >=2" + tail);
+  // One stack that can run it is enough; the others stay `unsupported` when picked.
+  for (const char* ok : {
+           "[stack]\nlauncher = \"external\"\ncommand = [\"torchrun\"]\nstacks = [\"external\", \"builtin\"]\n",
+           "[stack]\nlauncher = \"external\"\ntrainer = \"command\"\ncommand = [\"./launch.sh\"]\n",
+           "[stack]\nlauncher = \"launch\"\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\n",
+           "[stack]\nstacks = [\"torchrun@1.13\", \"torchrun\"]\ntorch = \">=2\"\n",
+           "[stack]\ntorch = \">=1.13.1,<1.14\"\n",
+           "[stack]\ntorch = \"!=1.13\"\n",
+           "[stack]\nstacks = [\"builtin@1.13\"]\ntorch = \"1.13\"\n",
+           "[stack]\ntrainer = \"command\"\ncommand = [\"/bin/true\"]\ntorch = \"<1,>2\"\n",  // no torch needed
+       }) {
+    auto s = parseScenarioText("name = \"x\"\n" + std::string(ok) + expect, "s.toml");
+    EXPECT_TRUE(s.has_value()) << ok << ": " << s.error().message;
+  }
+}
+
 // Caught by tests/fuzz/scenario_fuzz (range and round-trip checks): TOML's inf and nan passed as limits, and
 // a date/time in [expect] became an expectation of null.
 TEST(ScenarioErrors, NonFiniteLimitsAndDateTimeExpectations) {
@@ -188,7 +243,7 @@ TEST(ScenarioErrors, ExpectationErrors) {
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { max = \"fast\" }\n"),
             "s.toml:3:34: [expect] teardown.duration_ms: { max = ... } expects a number, got a string");
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"teardown.duration_ms\" = { under = 3 }\n"),
-            "s.toml:3:28: [expect] teardown.duration_ms: unknown matcher 'under', expected max, min, contains or null");
+            "s.toml:3:28: [expect] teardown.duration_ms: unknown matcher 'under', expected max, min, contains, in or null");
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.message\" = \"~(unclosed\"\n").substr(0, 76),
             "s.toml:3:24: [expect] root_cause.message: bad regular expression '(unclosed'");
   // Numbers std::regex would overflow on (scenario_fuzz found the back-reference
@@ -224,6 +279,36 @@ TEST(ReportPaths, WhatTheLauncherBlamedIsAPath) {
   EXPECT_TRUE(isReportPath("launcher.blamed_rank"));
   EXPECT_TRUE(isReportPath("launcher.blamed_correctly"));
   EXPECT_FALSE(isReportPath("launcher.blamed"));
+}
+
+// Issue 16: an expectation names the finding it checks.
+TEST(ReportPaths, FindingsOfOneKind) {
+  for (const char* ok : {"findings[seed_mismatch].ranks", "findings[straggler].severity", "findings[no_pg_destroy]",
+                         "findings[concurrent_writes].summary"}) {
+    EXPECT_TRUE(isReportPath(ok)) << ok;
+  }
+  for (const char* bad : {"ranks[root_cause].role", "findings[].ranks", "findings[seed_mismatch].colour",
+                          "findings[hung_collective].ranks", "root_cause[signal]"}) {
+    EXPECT_FALSE(isReportPath(bad)) << bad;
+  }
+  auto s = parseScenarioText("name = \"x\"\n[expect]\n\"findings[seed_mismatch].ranks\" = [1]\n", "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->expect[0].path, "findings[seed_mismatch].ranks");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"findings[seed].ranks\" = [1]\n"),
+            "s.toml:3:1: [expect]: unknown finding kind 'seed' in 'findings[seed].ranks', expected "
+            "findings[KIND].FIELD (findings[seed_mismatch].ranks) with KIND one of: seed_mismatch, unsharded_data, "
+            "unsynced_metrics, concurrent_writes, straggler, no_pg_destroy");
+}
+
+TEST(ScenarioErrors, InMatcherNeedsValues) {
+  auto s = parseScenarioText("name = \"x\"\n[expect]\n\"root_cause.rank\" = { in = [0, 2] }\n", "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->expect[0].op, MatchOp::kIn);
+  EXPECT_EQ(s->expect[0].asWritten(), nlohmann::json({{"in", {0, 2}}}));
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.rank\" = { in = 2 }\n"),
+            "s.toml:3:28: [expect] root_cause.rank: { in = ... } expects a non-empty array of values, such as [0, 2], got an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.rank\" = { in = [] }\n"),
+            "s.toml:3:28: [expect] root_cause.rank: { in = ... } expects a non-empty array of values, such as [0, 2], got an empty array");
 }
 
 }  // namespace

@@ -1,0 +1,254 @@
+// The analysed input: ranks classified, shim gaps, shared texts.
+#include "harness/diagnose/analysis.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "harness/diagnose/instruments.h"
+#include "harness/diagnose/rank_log.h"
+#include "harness/diagnose/text.h"
+
+namespace faultline::diagnose {
+namespace {
+
+bool failedExit(const RankInput& r) {
+  return (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
+}
+
+bool isTeardownSignal(const std::optional<std::string>& s) {
+  return s && (*s == "SIGTERM" || *s == "SIGINT" || *s == "SIGHUP" || *s == "SIGKILL");
+}
+
+std::optional<int64_t> lastEventTime(const RankInput& r) {
+  if (r.events.events.empty()) return std::nullopt;
+  int64_t t = 0;
+  for (const Event& e : r.events.events) t = std::max(t, e.t);
+  return t;
+}
+
+ShimGaps shimGaps(const RunInput& in) {
+  ShimGaps g;
+  for (const auto& [r, ri] : in.ranks) {
+    const auto inst = rankInstruments(ri.events);
+    if (!inst) continue;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kCollectives)) g.collectives[r] = *m;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kSteps)) g.steps[r] = *m;
+    if (auto m = missingEvidence(*inst, ShimEvidence::kProcessGroup)) g.process_group[r] = *m;
+  }
+  return g;
+}
+
+// "collective tracing unavailable on rank 1 (patch dist.all_reduce failed: TypeError: ...)"
+std::string gapText(const std::map<int, std::string>& gaps, const std::string& what) {
+  std::string s;
+  for (const auto& [r, why] : gaps) {
+    s += (s.empty() ? "" : "; ") + what + " unavailable on rank " + std::to_string(r) + " (" + why + ")";
+  }
+  return s;
+}
+
+// The ranks' events for the collective analysis, leaving out ranks whose
+// collectives were not all traced: their sequence numbers do not line up
+// with their peers', and a call they made may simply not be there.
+std::map<int, const EventLog*> eventLogs(const RunInput& in, const std::map<int, std::string>& untraced) {
+  std::map<int, const EventLog*> logs;
+  for (const auto& [r, ri] : in.ranks) {
+    if (!ri.events.events.empty() && !untraced.count(r)) logs[r] = &ri.events;
+  }
+  return logs;
+}
+
+}  // namespace
+
+std::string baseName(const std::string& path) {
+  const size_t s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+std::string exitText(const RankInput& r) {
+  if (r.signal) return "killed by " + *r.signal;
+  if (r.exit_code) return "exited with code " + std::to_string(*r.exit_code);
+  if (r.killed_by_teardown) return "stopped by the launcher's teardown";
+  return "exit status unknown";
+}
+
+RankState classifyRank(const RankInput& r) {
+  RankState st;
+  st.in = &r;
+  const Evidence* term = terminalError(r.errors);
+  const bool failed = failedExit(r) || (!r.exit_known && term) || (term && !term->collateral);
+  if (term) {
+    st.evidence = *term;
+    st.has_evidence = true;
+  }
+  // When: the supervisor's exit time, else the probe's error event, else the
+  // last event the rank wrote, else an error file's whole-second stamp.
+  if (r.exit_ns) {
+    st.t_ns = r.exit_ns;
+    st.t_precise = true;
+  }
+  for (const Evidence& e : r.errors) {
+    if (e.origin == "events.jsonl" && e.t_ns && (!st.t_ns || *e.t_ns < *st.t_ns)) {
+      st.t_ns = e.t_ns;
+      st.t_precise = true;
+    }
+  }
+  if (!st.t_ns) {
+    if (auto t = lastEventTime(r)) {
+      st.t_ns = t;
+      st.t_precise = true;
+    } else if (term && term->t_ns) {
+      st.t_ns = term->t_ns;
+    }
+  }
+  if (!failed) {
+    if (r.started && !r.exit_known && r.killed_by_teardown) st.cls = FailureClass::kTeardown;
+    return st;
+  }
+  if (term && !term->collateral) {
+    st.cls = FailureClass::kPrimary;
+    return st;
+  }
+  if (term) {
+    st.cls = FailureClass::kCollateral;
+    return st;
+  }
+  // No text evidence: the exit status alone.
+  if (r.killed_by_teardown || (isTeardownSignal(r.signal) && *r.signal != "SIGKILL")) {
+    st.cls = FailureClass::kTeardown;
+    return st;
+  }
+  st.cls = FailureClass::kPrimary;
+  st.has_evidence = true;
+  if (r.signal) {
+    st.evidence.kind = Kind::kSignal;
+    st.evidence.signal = *r.signal;
+    st.evidence.type = *r.signal;
+    if (*r.signal == "SIGKILL") st.evidence.note = "possible OOM kill (SIGKILL with no other evidence)";
+  } else {
+    st.evidence.kind = Kind::kExitCode;
+    st.evidence.exit_code = r.exit_code;
+    st.evidence.type = "exit code " + std::to_string(r.exit_code.value_or(-1));
+  }
+  // A native stack dump may say where.
+  return st;
+}
+
+
+Analysis analyse(const RunInput& in) {
+  Analysis a;
+  a.in = &in;
+  for (const auto& [r, ri] : in.ranks) a.states[r] = classifyRank(ri);
+  for (const auto& [r, st] : a.states) {
+    if (st.cls == FailureClass::kPrimary) a.primaries.push_back(r);
+    a.any_failure = a.any_failure || st.cls != FailureClass::kNone;
+  }
+  for (const auto& [r, ri] : in.ranks) a.any_started = a.any_started || ri.started;
+  a.trigger_hang = in.supervisor && (in.supervisor->trigger.kind == TriggerKind::kHang ||
+                                     in.supervisor->trigger.kind == TriggerKind::kDeadline);
+  a.gaps = shimGaps(in);
+  a.collective_gap = gapText(a.gaps.collectives, "collective tracing");
+  a.step_gap = gapText(a.gaps.steps, "step tracking");
+  a.logs = eventLogs(in, a.gaps.collectives);
+  int64_t run_start = std::numeric_limits<int64_t>::max();
+  if (in.supervisor && in.supervisor->start_ns > 0) run_start = in.supervisor->start_ns;
+  for (const auto& [r, ri] : in.ranks) {
+    // Each rank's first event only: the earliest it says it was alive.
+    if (!ri.events.events.empty() && ri.events.events.front().t > 0) {
+      run_start = std::min(run_start, ri.events.events.front().t);
+    }
+  }
+  if (run_start != std::numeric_limits<int64_t>::max()) a.run_start_ns = run_start;
+  return a;
+}
+
+double msSinceStart(const Analysis& a, int64_t t_ns) {
+  return a.run_start_ns ? static_cast<double>(t_ns - *a.run_start_ns) / 1e6 : 0.0;
+}
+
+// "NameError: name 'c' is not defined (train.py:42)"
+std::string shortDescribe(const Evidence& e) {
+  Evidence copy = e;
+  if (copy.location) copy.location->file = baseName(copy.location->file);
+  return describe(copy);
+}
+
+std::string rankEvidenceText(const RankState& st) {
+  const RankInput& r = *st.in;
+  std::string s = exitText(r);
+  if (st.has_evidence && st.evidence.kind != Kind::kExitCode &&
+      !(st.evidence.kind == Kind::kSignal && st.evidence.message.empty())) {
+    s += ": " + shortDescribe(st.evidence);
+  }
+  if (!st.evidence.note.empty()) s += " (" + st.evidence.note + ")";
+  return s;
+}
+
+std::string rankPrefix(std::optional<int> rank) { return rank ? "rank " + std::to_string(*rank) + ": " : std::string(); }
+
+std::string joinRanks(const std::vector<int>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s;
+}
+
+std::vector<Layer> buildLayers(const RunInput& in, const RankState& st) {
+  std::vector<Layer> layers;
+  if (in.launcher && in.launcher->wrapper && !in.launcher->wrapper->type.empty()) {
+    const PyTraceback& w = *in.launcher->wrapper;
+    std::string text = w.shortType() + (w.message.empty() ? "" : ": " + w.message);
+    if (in.launcher->claimed_root_rank) {
+      text += " (the launcher named rank " + std::to_string(*in.launcher->claimed_root_rank) + " as root cause";
+      if (st.in && *in.launcher->claimed_root_rank != st.in->rank) text += "; wrong";
+      text += ")";
+    }
+    layers.push_back({"launcher", text});
+  } else if (in.launcher_exit_code || in.launcher_signal) {
+    layers.push_back({"launcher", in.launcher_signal ? "launcher killed by " + *in.launcher_signal
+                                                     : "launcher exited with code " +
+                                                           std::to_string(*in.launcher_exit_code)});
+  }
+  if (st.in) {
+    layers.push_back({"process", "rank " + std::to_string(st.in->rank) + " " + exitText(*st.in)});
+  }
+  if (st.has_evidence) {
+    for (const std::string& outer : st.evidence.chain) layers.push_back({"error", outer});
+    if (st.evidence.kind != Kind::kExitCode) layers.push_back({"error", describe(st.evidence)});
+  }
+  return layers;
+}
+
+int64_t maxStepEnd(const RankInput& r) {
+  int64_t m = -1;
+  for (const Event& e : r.events.events) {
+    if (e.ev == "step_end") m = std::max(m, e.step);
+  }
+  return m;
+}
+
+bool hasEvent(const RankInput& r, std::string_view ev) {
+  for (const Event& e : r.events.events) {
+    if (e.ev == ev) return true;
+  }
+  return false;
+}
+
+// "write failed with ENOSPC on /ckpt/step4.pt (FAULTLINE_INJECT write:ENOSPC:rank=1)"
+std::string injectedSyscall(const Event& e) {
+  std::string s = (e.call.empty() ? "a system call" : e.call) + " failed with " + (e.err.empty() ? "an error" : e.err);
+  if (!e.path.empty()) s += " on " + e.path;
+  if (!e.addr.empty()) s += " to " + e.addr;
+  if (!e.rule.empty()) s += " (FAULTLINE_INJECT " + e.rule + ")";
+  return s;
+}
+
+// The first system-call fault the interposer injected into a rank, if any
+// came before `until` (when the rank failed).
+const Event* firstInjectedSyscall(const RankInput& r, std::optional<int64_t> until) {
+  for (const Event& e : r.events.events) {
+    if (e.ev == "fault" && e.kind == "syscall" && (!until || e.t <= *until)) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace faultline::diagnose

@@ -1,0 +1,60 @@
+// Root-cause selection as an ordered list of small named rules (issue 15):
+// each reads the analysed input and either names a root cause or passes.
+// The first rule that names one wins. Each is testable alone; pure.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "harness/diagnose/analysis.h"
+#include "harness/model/report.h"
+
+namespace faultline::diagnose {
+
+// What a rule decided: the root cause, the rank whose role is root_cause
+// (none for launcher errors, timeouts, unknowns), and the ranks that were
+// waiting in the collective it names.
+struct Candidate {
+  RootCause cause;
+  std::optional<int> root_rank;
+  std::vector<int> waiting_ranks;
+};
+
+using RootCauseRule = std::optional<Candidate> (*)(const Analysis&);
+
+struct NamedRule {
+  std::string_view name;  // "earliest_primary"
+  std::string_view why;   // one line: why it comes where it does
+  RootCauseRule apply;
+};
+
+// The rules in priority order (analyze.h says why in this order):
+//   launcher_failed_first     the launcher crashed, or failed before any rank started
+//   collective_mismatch       ranks at one seq called different ops or sizes
+//   exit_before_rendezvous    the first failure is a bare exit before any process group
+//   earliest_primary          the earliest primary failure by ns time
+//   hung_collective           ranks wait in a collective others never entered
+//   shutdown_hang             every rank finished, one never exited
+//   store_rendezvous_failure  every failing rank lost the store before any process group
+//   no_progress               the supervisor saw a hang or the deadline; nothing says where
+//   only_collateral           only collateral evidence: unknown, no guess
+//   launcher_failed_alone     every rank exited cleanly, the launcher did not
+const std::vector<NamedRule>& rootCauseRules();
+
+// The first rule's candidate, with the injected system call added to its
+// layers when the root-cause rank had one; nullopt: the run was clean.
+std::optional<Candidate> chooseRootCause(const Analysis& a);
+
+std::optional<Candidate> launcherFailedFirst(const Analysis& a);
+std::optional<Candidate> collectiveMismatch(const Analysis& a);
+std::optional<Candidate> exitBeforeRendezvous(const Analysis& a);
+std::optional<Candidate> earliestPrimary(const Analysis& a);
+std::optional<Candidate> hungCollective(const Analysis& a);
+std::optional<Candidate> shutdownHang(const Analysis& a);
+std::optional<Candidate> storeRendezvousFailure(const Analysis& a);
+std::optional<Candidate> noProgress(const Analysis& a);
+std::optional<Candidate> onlyCollateral(const Analysis& a);
+std::optional<Candidate> launcherFailedAlone(const Analysis& a);
+
+}  // namespace faultline::diagnose
