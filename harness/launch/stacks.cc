@@ -1,4 +1,4 @@
-// Stack names, and the check that each stack's launcher starts.
+// The check that each stack's launcher starts.
 #include "harness/launch/stacks.h"
 
 #include <stdlib.h>
@@ -15,12 +15,6 @@
 
 namespace faultline::launch {
 namespace {
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // The last line the check printed on failure is the most telling one.
 std::string failureText(const std::string& what, const Result<CommandResult>& r) {
@@ -40,31 +34,6 @@ struct Check {
 };
 
 }  // namespace
-
-const std::vector<std::string>& launcherNames() {
-  static const std::vector<std::string> kNames = {"builtin", "torchrun", "launch", "spawn", "external"};
-  return kNames;
-}
-
-Result<StackName> parseStackName(const std::string& text) {
-  StackName s;
-  const auto at = text.find('@');
-  s.launcher = text.substr(0, at);
-  const auto& names = launcherNames();
-  if (std::find(names.begin(), names.end(), s.launcher) == names.end()) {
-    return fail(ErrorCode::kBadUsage, "unknown stack '" + text + "', expected " + joinNames(names) +
-                                          ", optionally @MAJOR.MINOR (torchrun@2.13)");
-  }
-  if (at == std::string::npos) return s;
-  s.series = text.substr(at + 1);
-  if (s.launcher == "external") {
-    return fail(ErrorCode::kBadUsage, "stack '" + text + "': external runs the scenario's own command, it has no torch version");
-  }
-  if (torchSeries(s.series) != s.series) {
-    return fail(ErrorCode::kBadUsage, "stack '" + text + "': '" + s.series + "' is not a torch version MAJOR.MINOR (e.g. 2.13)");
-  }
-  return s;
-}
 
 std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check) {
   std::vector<AvailableStack> out;
