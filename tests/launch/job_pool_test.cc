@@ -82,12 +82,19 @@ TEST(JobPool, AJobThatCannotStartStopsThePoolAndTheRunningOnesAreWaitedFor) {
 
 TEST(JobPool, JobsStartWithAnEmptySignalMaskInTheCallersProcessGroup) {
   Dir d;
-  const std::string log = d.path + "/mask.log";
-  auto out = runJobs({shell("grep -E '^SigBlk' /proc/$$/status; cut -d' ' -f5 /proc/$$/stat", log)}, 1);
-  ASSERT_EQ(out[0].outcome, ProcessOutcome::exited(0)) << slurp(log);
-  const std::string text = slurp(log);
-  EXPECT_NE(text.find("SigBlk:\t0000000000000000"), std::string::npos) << text;
-  EXPECT_NE(text.find(std::to_string(::getpgrp())), std::string::npos) << text;
+  // The job's own process reads its own status (no shell in between).
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old);
+  auto out = runJobs({Job{{"/bin/grep", "-E", "^SigBlk", "/proc/self/status"}, {}, d.path + "/mask.log"},
+                      Job{{"/usr/bin/cut", "-d", " ", "-f5", "/proc/self/stat"}, {}, d.path + "/pgrp.log"}},
+                     2);
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  ASSERT_EQ(out[0].outcome, ProcessOutcome::exited(0)) << slurp(d.path + "/mask.log");
+  EXPECT_EQ(slurp(d.path + "/mask.log"), "SigBlk:\t0000000000000000\n");
+  ASSERT_EQ(out[1].outcome, ProcessOutcome::exited(0)) << slurp(d.path + "/pgrp.log");
+  EXPECT_EQ(slurp(d.path + "/pgrp.log"), std::to_string(::getpgrp()) + "\n");
 }
 
 }  // namespace

@@ -74,6 +74,34 @@ TEST(LauncherTeardown, ALauncherThatEndsItsJobItselfIsNamedAndTimedFromTheFailur
   EXPECT_EQ(toJson(rec)["teardown"]["by"], "launcher");
 }
 
+// Issue #16 as reported: torchrun tore the job down itself, and
+// teardown.duration_ms read 0 although that took it a while.
+TEST(LauncherTeardown, TorchrunEndingItsJobIsTimedFromTheCrashToItsLastWorker) {
+  if (!fileExists("/usr/bin/torchrun")) GTEST_SKIP() << "no /usr/bin/torchrun";
+  if (!isRoot()) GTEST_SKIP() << "exit statuses of torchrun's ranks need the proc connector (root)";
+  LeakGuard guard;
+  TempDir dir;
+  auto o = options(dir, "torchrun",
+                   {"/usr/bin/torchrun", testing::freeTorchrunPortFlag(), "--no_python", "--nproc_per_node=2", "--redirects", "2",
+                    "--tee", "2", "--log_dir", dir / "torchrun-logs", hostilePath(), "delay=0.5", "1=segv", "*=sleep:60"});
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rec.teardown.report.by, TeardownBy::kLauncher);
+  std::optional<int64_t> crash, last;
+  for (const auto& r : rec.ranks) {
+    ASSERT_TRUE(r.exit_ns) << "rank " << r.rank;
+    if (r.rank == 1) crash = r.exit_ns;
+    last = std::max(last.value_or(0), *r.exit_ns);
+  }
+  ASSERT_TRUE(crash);
+  ASSERT_GT(*last, *crash);
+  EXPECT_GE(rec.teardown.report.duration_ms, (*last - *crash) / 1000000);
+  EXPECT_GT(rec.teardown.report.duration_ms, 0);
+  EXPECT_TRUE(rec.teardown.report.clean);
+}
+
 TEST(LauncherTeardown, FaultlineTearingTheJobDownIsNamed) {
   LeakGuard guard;
   TempDir dir;
