@@ -12,6 +12,19 @@ tl::expected<PlannedStart, Unsupported> BuiltinLauncher::plan(const PlanInput& i
   return PlannedStart{in.trainer, in.scenario->stack.world_size};
 }
 
+StackOffer BuiltinLauncher::offer(const TorchInstall* torch, const std::string&) const {
+  StackOffer o;
+  if (!torch) return o;
+  o.program = "faultline's launcher; Python trainers on " + torch->python;
+  if (torch->trainer.empty()) {
+    o.problem = "Python trainers only: no reference trainer built against torch " + torch->series +
+                " (faultline-trainer-torch" + torch->series + ")";
+  } else {
+    o.program += "; reference trainer " + torch->trainer;
+  }
+  return o;
+}
+
 Result<Started> BuiltinLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
   if (opts.nproc < 1) return fail(ErrorCode::kBadUsage, "--nproc must be at least 1");

@@ -12,6 +12,7 @@ class BuiltinLauncher final : public Launcher {
   std::string name() const override { return "builtin"; }
   bool needsTorch() const override { return false; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override;
+  StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override;
   RankDiscovery rankDiscovery() const override { return RankDiscovery::kStarted; }
   OnRankFailure onRankFailure() const override { return OnRankFailure::kSupervisorStops; }
   int ranksKnownUpFront(const LaunchOptions& opts) const override { return opts.nproc; }

@@ -23,6 +23,17 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
     return PlannedStart{cmd, 1};
   }
+  StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
+    if (!torch) return {};
+    StackOffer o{torch->python + " -m torch.distributed.launch", "", {}, ""};
+    if (!torch->has_launch) {
+      o.problem = "torch " + torch->version + " no longer ships torch.distributed.launch";
+      return o;
+    }
+    o.check = oneRankJob({torch->python, "-m", "torch.distributed.launch", "--use_env"}, scratch + "/launch@" + torch->series);
+    o.check_what = "a one-rank torch.distributed.launch job";
+    return o;
+  }
 };
 
 }  // namespace

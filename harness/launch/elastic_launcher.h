@@ -17,6 +17,11 @@ namespace faultline::launch {
 // OUT/launcher/logs, which are rank evidence.
 std::vector<std::string> elasticLogFlags(const std::string& out_dir);
 
+// A one-rank job (/bin/true) of `launcher` with the flags a run gets, its
+// logs under `logs`: --help alone passes where the default --redirects/--tee
+// crash (torch 1.13 on Python 3.11).
+std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs);
+
 class ElasticLauncher : public ObservedLauncher {
  public:
   bool needsTorch() const override { return true; }

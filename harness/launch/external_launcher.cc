@@ -15,6 +15,7 @@ class ExternalLauncher final : public ObservedLauncher {
     }
     return PlannedStart{in.trainer, 1};
   }
+  StackOffer offer(const TorchInstall*, const std::string&) const override { return {"the scenario's own command", "", {}, ""}; }
 };
 
 }  // namespace

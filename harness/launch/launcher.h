@@ -122,6 +122,14 @@ struct PlannedStart {
   int nproc = 1;
 };
 
+// A stack of this launcher as `faultline stacks` offers it.
+struct StackOffer {
+  std::string program;             // what it starts: the torchrun script, "python -m torch.distributed.launch", ...
+  std::string problem;             // non-empty: it does not work here, and why (known without running anything)
+  std::vector<std::string> check;  // a command whose success shows that it works here; empty: none
+  std::string check_what;          // what the check is, for its failure: "a one-rank torchrun job"
+};
+
 class Launcher {
  public:
   virtual ~Launcher() = default;
@@ -135,6 +143,10 @@ class Launcher {
   virtual bool needsTorch() const = 0;
   // The command line for a scenario, or why the scenario cannot run here.
   virtual tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const = 0;
+
+  // The stack at one torch install (null for a stack without a version:
+  // external); `scratch` is where a check's job may write its logs.
+  virtual StackOffer offer(const TorchInstall* torch, const std::string& scratch) const = 0;
 
   // --- running ---
   virtual RankDiscovery rankDiscovery() const = 0;

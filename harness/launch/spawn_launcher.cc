@@ -16,6 +16,12 @@ class SpawnLauncher final : public ObservedLauncher {
     }
     return PlannedStart{in.trainer, 1};
   }
+  StackOffer offer(const TorchInstall* torch, const std::string&) const override {
+    if (!torch) return {};
+    return {torch->python + " (torch.multiprocessing.spawn)", "",
+            {torch->python, "-c", "import torch.multiprocessing as m, torch.distributed as d; m.spawn; assert d.is_available()"},
+            "import torch.multiprocessing"};
+  }
 };
 
 }  // namespace

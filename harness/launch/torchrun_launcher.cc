@@ -25,6 +25,11 @@ class TorchrunLauncher final : public ElasticLauncher {
     cmd.insert(cmd.end(), trainer.begin(), trainer.end());
     return PlannedStart{cmd, 1};
   }
+  StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
+    if (!torch) return {};
+    if (torch->torchrun.empty()) return {torch->torchrun, "no torchrun beside " + torch->python, {}, ""};
+    return {torch->torchrun, "", oneRankJob({torch->torchrun}, scratch + "/torchrun@" + torch->series), "a one-rank torchrun job"};
+  }
 };
 
 }  // namespace

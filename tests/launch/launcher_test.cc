@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/launch/stack_plan.h"
+#include "harness/launch/stacks.h"
 #include "harness/model/stack_name.h"
 
 namespace faultline::launch {
@@ -120,6 +121,29 @@ TEST(LauncherPlans, EachStackPlansItsCommandLine) {
             "the spawn stack runs a command that launches itself; the reference trainer needs a launcher");
   EXPECT_EQ(*planStack(ref, "launch", twoTorches(), "/out", 1, "/sc").unsupported,
             "torch.distributed.launch runs Python trainers; this scenario's trainer is not one");
+}
+
+// `faultline stacks` lists what each launcher offers, per install, newest first.
+TEST(LauncherOffers, AvailableStacksComeFromTheLaunchers) {
+  auto t = twoTorches();
+  t.torches[0].has_launch = false;
+  t.torches[1].trainer.clear();
+  t.torches.push_back({"/opt/bad/bin/python", "", "", "", "", false, "cannot run /opt/bad/bin/python"});
+  const auto stacks = availableStacks(t.torches, /*check=*/false);
+  std::vector<std::string> names;
+  for (const auto& a : stacks) names.push_back(a.name);
+  EXPECT_EQ(names, (Strings{"builtin@2.13", "torchrun@2.13", "launch@2.13", "spawn@2.13", "builtin@1.13", "torchrun@1.13",
+                            "launch@1.13", "spawn@1.13", "builtin", "torchrun", "launch", "spawn", "external"}));
+  EXPECT_EQ(stacks[0].program, "faultline's launcher; Python trainers on /opt/t2/bin/python; reference trainer /b/faultline-trainer-torch2.13");
+  EXPECT_EQ(stacks[1].program, "/opt/t2/bin/torchrun");
+  EXPECT_EQ(stacks[2].problem, "torch 2.13.0+cpu no longer ships torch.distributed.launch");
+  EXPECT_EQ(stacks[3].program, "/opt/t2/bin/python (torch.multiprocessing.spawn)");
+  EXPECT_EQ(stacks[4].problem, "Python trainers only: no reference trainer built against torch 1.13 (faultline-trainer-torch1.13)");
+  EXPECT_EQ(stacks[6].program, "/usr/bin/python3 -m torch.distributed.launch");
+  EXPECT_TRUE(stacks[6].problem.empty());
+  EXPECT_EQ(stacks[8].problem, "cannot run /opt/bad/bin/python");
+  EXPECT_EQ(stacks[12].program, "the scenario's own command");
+  EXPECT_TRUE(stacks[12].torch.empty());
 }
 
 }  // namespace

@@ -147,6 +147,7 @@ class ForwardingLauncher final : public launch::ObservedLauncher {
   tl::expected<launch::PlannedStart, launch::Unsupported> plan(const launch::PlanInput& in) const override {
     return launch::PlannedStart{in.trainer, 1};
   }
+  launch::StackOffer offer(const launch::TorchInstall*, const std::string&) const override { return {}; }
   launch::StopOrder stopOrder() const override { return launch::StopOrder::kLauncherFirst; }
   double launcherGraceS() const override { return 5; }
 };
