@@ -16,13 +16,13 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
   supervise::SuperviseOptions so;
   if (opts.launcher == "external") {
-    so.launch.kind = launch::LauncherKind::kExternal;
+    so.launch.launcher = "external";
     if (opts.nproc) {
       err << "faultline exec: --nproc applies to the builtin launcher only\n";
       return 2;
     }
   } else if (opts.launcher.empty() || opts.launcher == "builtin") {
-    so.launch.kind = launch::LauncherKind::kBuiltin;
+    so.launch.launcher = "builtin";
   } else {
     err << "faultline exec: unknown launcher '" << opts.launcher << "' (builtin or external)\n";
     return 2;
@@ -48,8 +48,7 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     const int code = exitCodeFor(record.error());
     err << "faultline exec: " << record.error().str() << "\n";
     if (code == 2) return 2;
-    Report report = assemble::harnessErrorReport(launch::launcherKindName(so.launch.kind), so.launch.command,
-                                                 record.error(), wall_ms());
+    Report report = assemble::harnessErrorReport(so.launch.launcher, so.launch.command, record.error(), wall_ms());
     (void)writeReport(report, layout.reportPath());
     (void)reports::renderRun(report, so.out_dir);
     return 3;

@@ -1,12 +1,6 @@
 // Scenario runs and the parallel suite.
 #include "harness/cli/scenario_command.h"
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +16,7 @@
 #include "harness/cli/report_command.h"
 #include "harness/model/atomic_file.h"
 #include "harness/model/run_layout.h"
+#include "harness/launch/job_pool.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
 #include "harness/launch/stacks.h"
@@ -229,23 +224,14 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err);
 
 namespace {
 
-struct Job {
-  const scenario::Scenario* scenario = nullptr;
-  std::string dir;
-  pid_t pid = -1;
-  Clock::time_point started;
-};
-
-// Starts `faultline run FILE` for one scenario: each scenario in its own
-// harness process, so runs share no signal handlers, reapers or cgroups.
-pid_t startJob(const SuiteOptions& o, const Job& job) {
-  std::vector<std::string> args = {o.self_exe, "run", job.scenario->file, "-o", job.dir};
-  if (!o.run.stack.empty()) args.insert(args.end(), {"--stack", o.run.stack});
-  if (!o.run.instrument) args.push_back("--no-instrument");
-  if (o.run.exit.fail_on == FailOn::kWarning) args.insert(args.end(), {"--fail-on", "warning"});
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
+// `faultline run FILE` for one scenario: each scenario in its own harness
+// process, so runs share no signal handlers, reapers or cgroups.
+launch::Job scenarioJob(const SuiteOptions& o, const scenario::Scenario& s, const std::string& dir) {
+  launch::Job job;
+  job.argv = {o.self_exe, "run", s.file, "-o", dir};
+  if (!o.run.stack.empty()) job.argv.insert(job.argv.end(), {"--stack", o.run.stack});
+  if (!o.run.instrument) job.argv.push_back("--no-instrument");
+  if (o.run.exit.fail_on == FailOn::kWarning) job.argv.insert(job.argv.end(), {"--fail-on", "warning"});
   // Each run finds its torch installs again; the suite found them already, so
   // its runs ask only the interpreters that have torch (asking the python3 on
   // PATH costs a run 0.14 s where it is a pyenv shim).
@@ -255,32 +241,9 @@ pid_t startJob(const SuiteOptions& o, const Job& job) {
     for (const auto& t : o.run.tools.torches) found += (found.empty() ? "" : ":") + t.python;
     if (!found.empty()) env["FAULTLINE_PYTHONS"] = found;
   }
-  std::vector<std::string> env_strings = launch::toEnvStrings(env);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const std::string log = job.dir + ".log";
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  // The suite blocks SIGCHLD for itself; each run starts with an empty mask
-  // and default dispositions, as from a shell.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &fa, &attr, argv.data(), envp.data()) != 0) pid = -1;
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
+  job.env = launch::toEnvStrings(env);
+  job.log_path = dir + ".log";
+  return job;
 }
 
 }  // namespace
@@ -313,80 +276,66 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     return 3;
   }
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
-  std::vector<Job> pending, running;
-  for (const auto* s : selected) pending.push_back(Job{s, root + "/" + runDirName(s->name, o.run.stack), -1, {}});
-  std::reverse(pending.begin(), pending.end());
+  std::vector<launch::Job> pool;
+  std::vector<std::string> dirs;
+  for (const auto* s : selected) {
+    dirs.push_back(root + "/" + runDirName(s->name, o.run.stack));
+    pool.push_back(scenarioJob(o, *s, dirs.back()));
+  }
   reports::Suite suite;
-  std::map<std::string, size_t> order;
-  for (size_t i = 0; i < selected.size(); ++i) order[selected[i]->name] = i;
   suite.entries.resize(selected.size());
   size_t done = 0;
   out << "faultline suite: " << selected.size() << " scenarios, " << jobs << " at a time, reports in " << root << "\n";
 
-  // SIGCHLD is waited for with a timeout, so the live display can tick.
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, nullptr);
+  std::map<size_t, Clock::time_point> running;  // job -> when it started, for the live display
   size_t drawn = 0;
-  auto redraw = [&] {
-    if (!o.progress_tty) return;
+  auto erase = [&] {
     for (size_t i = 0; i < drawn; ++i) out << "\x1b[1A\x1b[2K";
     drawn = 0;
-    for (const auto& j : running) {
-      out << "  running " << j.scenario->name << "  " << fmtSeconds(msSince(j.started)) << "\n";
+  };
+  launch::JobPoolEvents events;
+  events.started = [&](size_t i) { running[i] = Clock::now(); };
+  events.tick = [&] {
+    if (!o.progress_tty) return;
+    erase();
+    for (const auto& [i, started] : running) {
+      out << "  running " << selected[i]->name << "  " << fmtSeconds(msSince(started)) << "\n";
       ++drawn;
     }
     out << "  " << done << "/" << selected.size() << " done, " << fmtSeconds(msSince(t0)) << "\n";
     ++drawn;
     out.flush();
   };
-  while (!pending.empty() || !running.empty()) {
-    while (!pending.empty() && static_cast<int>(running.size()) < jobs) {
-      Job j = pending.back();
-      pending.pop_back();
-      j.started = Clock::now();
-      j.pid = startJob(o, j);
-      if (j.pid < 0) {
-        err << "faultline suite: cannot start " << o.self_exe << "\n";
-        return 3;
-      }
-      running.push_back(j);
+  bool start_failed = false;
+  events.finished = [&](size_t i, const launch::JobOutcome& outcome) {
+    running.erase(i);
+    if (outcome.start_error) {
+      err << "faultline suite: cannot start " << o.self_exe << ": " << outcome.start_error->str() << "\n";
+      start_failed = true;
+      return;
     }
-    redraw();
-    timespec tick{0, 500'000'000};
-    sigtimedwait(&chld, nullptr, &tick);
-    int status = 0;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
-      auto it = std::find_if(running.begin(), running.end(), [&](const Job& j) { return j.pid == pid; });
-      if (it == running.end()) continue;
-      const scenario::Scenario& s = *it->scenario;
-      reports::SuiteEntry entry;
-      entry.name = s.name;
-      entry.run_dir = fs::path(it->dir).filename().string();
-      auto r = readReport(RunLayout(it->dir).reportPath());
-      if (r) {
-        entry.report = std::move(*r);
-      } else {
-        entry.report.verdict = Verdict::kError;
-        entry.report.scenario = ScenarioRef{s.name, s.file};
-        entry.report.extra["harness_error"] = "no report: " + r.error().str() + " (see " + it->dir + ".log)";
-      }
-      entry.stack = entry.report.stack.launcher.empty() ? o.run.stack : entry.report.stack.launcher;
-      ++done;
-      if (o.progress_tty) {
-        for (size_t i = 0; i < drawn; ++i) out << "\x1b[1A\x1b[2K";
-        drawn = 0;
-      }
-      out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(12) << verdictName(entry.report.verdict)
-          << std::setw(34) << s.name << std::setw(15) << entry.stack << fmtSeconds(msSince(it->started)) << "  "
-          << reports::headline(entry.report) << "\n";
-      suite.entries[order[s.name]] = std::move(entry);
-      running.erase(it);
+    const scenario::Scenario& s = *selected[i];
+    reports::SuiteEntry entry;
+    entry.name = s.name;
+    entry.run_dir = fs::path(dirs[i]).filename().string();
+    auto r = readReport(RunLayout(dirs[i]).reportPath());
+    if (r) {
+      entry.report = std::move(*r);
+    } else {
+      entry.report.verdict = Verdict::kError;
+      entry.report.scenario = ScenarioRef{s.name, s.file};
+      entry.report.extra["harness_error"] = "no report: " + r.error().str() + " (see " + dirs[i] + ".log)";
     }
-  }
-  sigprocmask(SIG_UNBLOCK, &chld, nullptr);
+    entry.stack = entry.report.stack.launcher.empty() ? o.run.stack : entry.report.stack.launcher;
+    ++done;
+    if (o.progress_tty) erase();
+    out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(12) << verdictName(entry.report.verdict)
+        << std::setw(34) << s.name << std::setw(15) << entry.stack << fmtSeconds(outcome.wall_ms) << "  "
+        << reports::headline(entry.report) << "\n";
+    suite.entries[i] = std::move(entry);
+  };
+  launch::runJobs(pool, jobs, events);
+  if (start_failed) return 3;
   for (const auto& bad : catalog->bad) {
     reports::SuiteEntry entry;
     entry.name = fs::path(bad.file).stem().string();

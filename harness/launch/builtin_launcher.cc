@@ -1,5 +1,5 @@
 // The builtin launcher: N ranks with the torchrun environment, no pipes.
-#include "harness/launch/launcher.h"
+#include "harness/launch/builtin_launcher.h"
 
 #include <optional>
 #include <utility>
@@ -8,10 +8,24 @@
 
 namespace faultline::launch {
 
-std::string launcherKindName(LauncherKind k) { return k == LauncherKind::kBuiltin ? "builtin" : "external"; }
+tl::expected<PlannedStart, Unsupported> BuiltinLauncher::plan(const PlanInput& in) const {
+  return PlannedStart{in.trainer, in.scenario->stack.world_size};
+}
 
-Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement,
-                                    std::vector<LaunchedProcess>& started) {
+StackOffer BuiltinLauncher::offer(const TorchInstall* torch, const std::string&) const {
+  StackOffer o;
+  if (!torch) return o;
+  o.program = "faultline's launcher; Python trainers on " + torch->python;
+  if (torch->trainer.empty()) {
+    o.problem = "Python trainers only: no reference trainer built against torch " + torch->series +
+                " (faultline-trainer-torch" + torch->series + ")";
+  } else {
+    o.program += "; reference trainer " + torch->trainer;
+  }
+  return o;
+}
+
+Result<Started> BuiltinLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
   if (opts.nproc < 1) return fail(ErrorCode::kBadUsage, "--nproc must be at least 1");
   const Environment base = withInstruments(currentEnvironment(), opts.instruments);
@@ -21,8 +35,7 @@ Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& 
   auto port = findFreePort();
   if (!port) return tl::unexpected(port.error());
 
-  BuiltinLaunch out;
-  out.master_port = *port;
+  Started out;
   std::vector<std::pair<PendingSpawn, int64_t>> pending;
   std::optional<Error> first_error;
   for (int rank = 0; rank < opts.nproc && !first_error; ++rank) {
@@ -45,14 +58,14 @@ Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& 
   for (size_t rank = 0; rank < pending.size(); ++rank) {
     auto pid = finishSpawn(pending[rank].first);
     if (pid) {
-      started.push_back({static_cast<int>(rank), *pid, pending[rank].second});
+      out.ranks.push_back({static_cast<int>(rank), *pid, pending[rank].second});
     } else if (!first_error) {
       first_error = pid.error();
       first_error->message = "rank " + std::to_string(rank) + ": " + first_error->message;
     }
   }
-  if (first_error) return tl::unexpected(*first_error);
-  out.ranks = started;
+  if (first_error && out.ranks.empty()) return tl::unexpected(*first_error);
+  out.error = first_error;
   return out;
 }
 

@@ -1,29 +1,28 @@
-// The external launcher: COMMAND once; its ranks are found later by the supervisor.
-#include "harness/launch/launcher.h"
-
-#include "harness/launch/clock.h"
+// The external stack: the scenario's own command is the launcher (any user
+// launcher, a shell script, mpirun), observed black-box.
+#include "harness/launch/observed_launcher.h"
 
 namespace faultline::launch {
+namespace {
 
-Result<LaunchedProcess> launchExternal(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) {
-  if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
-  // The launcher carries the instruments so that every process it starts inherits them.
-  const Environment base = withInstruments(currentEnvironment(), opts.instruments);
-  auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
-  if (!exe) return tl::unexpected(exe.error());
-  if (auto r = createRunDirs(layout, 0); !r) return tl::unexpected(r.error());
-  if (auto r = createLauncherDir(layout); !r) return tl::unexpected(r.error());
-  SpawnSpec spec;
-  spec.executable = *exe;
-  spec.argv = opts.command;
-  spec.env = toEnvStrings(launcherEnvironment(base, layout, opts.run_id));
-  applyEnv(spec.env, opts.env);
-  spec.stdout_path = layout.launcherStdout();
-  spec.stderr_path = layout.launcherStderr();
-  const int64_t t = realtimeNs();
-  auto pid = spawnProcess(spec, placement);
-  if (!pid) return tl::unexpected(pid.error());
-  return LaunchedProcess{std::nullopt, *pid, t};
+class ExternalLauncher final : public ObservedLauncher {
+ public:
+  std::string name() const override { return "external"; }
+  bool needsTorch() const override { return false; }
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (in.reference_trainer) {
+      return tl::unexpected(Unsupported{"the external stack runs a command that launches itself; the reference trainer needs a launcher"});
+    }
+    return PlannedStart{in.trainer, 1};
+  }
+  StackOffer offer(const TorchInstall*, const std::string&) const override { return {"the scenario's own command", "", {}, ""}; }
+};
+
+}  // namespace
+
+const Launcher& externalLauncher() {
+  static const ExternalLauncher kLauncher;
+  return kLauncher;
 }
 
 }  // namespace faultline::launch

@@ -1,4 +1,13 @@
-// The launch stage: start a stack's processes and say which pid is which rank.
+// The launch stage's interface: one Launcher per stack (builtin, external,
+// torchrun, torch.distributed.launch, torch.multiprocessing.spawn). A launcher
+// plans a scenario on its stack (the command line, or why it cannot run
+// there), starts a run's processes, and tells the supervisor how its ranks are
+// found, how its job is stopped and where its own log is. The supervisor asks
+// these questions instead of branching on a kind.
+//
+// Adding a stack: a class in a file of its own and one line in
+// launcher_registry.cc (its name also in model/stack_name.cc, which the
+// scenario files read; a test checks that the two lists agree).
 #pragma once
 
 #include <sys/types.h>
@@ -8,19 +17,21 @@
 #include <string>
 #include <vector>
 
+#include <tl/expected.hpp>
+
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
+#include "harness/launch/torch_installs.h"
 #include "harness/model/error.h"
+#include "harness/scenario/scenario.h"
 
 namespace faultline::launch {
 
-enum class LauncherKind { kBuiltin, kExternal };
-std::string launcherKindName(LauncherKind k);
-
+// What to start: the plan of a scenario, or `faultline exec`'s command line.
 struct LaunchOptions {
-  LauncherKind kind = LauncherKind::kBuiltin;
-  std::vector<std::string> command;  // COMMAND [ARGS...]
+  std::string launcher = "builtin";  // a Launcher's name (launcherNamed)
+  std::vector<std::string> command;  // COMMAND [ARGS...]: the trainer (builtin) or the launcher's own command line
   int nproc = 1;                     // builtin only
   std::string run_id;                // unique per run, exported as FAULTLINE_RUN_ID
   Instruments instruments;           // in every rank's (builtin) or the launcher's (external) environment
@@ -40,23 +51,125 @@ inline void applyEnv(std::vector<std::string>& env, const Environment& extra) {
 }
 
 struct LaunchedProcess {
-  std::optional<int> rank;  // null for the external launcher itself
+  std::optional<int> rank;  // null for a launcher process
   pid_t pid = 0;
   int64_t start_ns = 0;     // CLOCK_REALTIME
 };
 
-// Starts nproc copies of the command with the environment of CONTRACT.md
-// section 2, each rank's stdout/stderr straight into OUT/ranks/R/. If rank k
-// cannot be started, the ranks already started are returned in `started` so
-// that the caller can tear them down.
-struct BuiltinLaunch {
-  std::vector<LaunchedProcess> ranks;
+// What start() started. A launcher that fails part-way returns what it did
+// start with `error` set, so that the supervisor tears that down; an error
+// with nothing started is the Result's error instead.
+struct Started {
+  std::vector<LaunchedProcess> ranks;      // started directly, pid known (RankDiscovery::kStarted)
+  std::optional<LaunchedProcess> launcher;  // the launcher's own process, whose exit the supervisor collects
+  std::optional<Error> error;
+};
+
+// How the supervisor learns which process is which rank.
+enum class RankDiscovery {
+  kStarted,      // start() returns every rank: faultline started them itself
+  kDescendants,  // descendants of the launcher process, by the RANK in their environment
+                 // (the topmost process carrying a RANK is the rank)
+  // A launcher with ranks on other nodes (Slurm) will add a kind where a
+  // per-node agent reports them.
+};
+
+// How the supervisor stops a job that has to be stopped.
+enum class StopOrder {
+  kWholeTree,      // SIGTERM to every process of the run at once, SIGKILL after the grace period
+  kLauncherFirst,  // SIGTERM to the launcher process alone; the rest after `launcher_grace_s`
+                   // (a launcher that forwards the stop to ranks it alone can reach)
+};
+
+// After a rank fails, who ends the job.
+enum class OnRankFailure {
+  kSupervisorStops,   // the supervisor tears the job down at once (it started the ranks)
+  kLauncherStops,     // the launcher is the stack under test: it gets an allowance to end its job itself
+};
+
+// What a launcher writes about its own job, and where.
+struct LauncherLog {
+  std::string stdout_path;  // its own output; "" when it has no process of its own
+  std::string stderr_path;
+  std::string log_dir;      // torchelastic's --log_dir (per-rank logs, error files); "" none
+  // How to read it: "torchelastic" (the agent's "Root Cause" block and error
+  // files), "plain" (output only), "" none.
+  std::string format;
+};
+
+// Why a scenario does not apply to a stack (a value, not an error: the
+// scenario is reported unsupported).
+struct Unsupported {
+  std::string reason;
+};
+
+// What planning gives a launcher to build its command line from.
+struct PlanInput {
+  const scenario::Scenario* scenario = nullptr;
+  // The trainer as a rank runs it: paths resolved, the reference trainer's
+  // binary or the stack's torch interpreter put first.
+  std::vector<std::string> trainer;
+  bool reference_trainer = false;
+  bool python_trainer = false;
+  const TorchInstall* torch = nullptr;  // null when the stack needs none
+  std::string out_dir;                  // the run directory (for --log_dir)
   int master_port = 0;
 };
-Result<BuiltinLaunch> launchBuiltin(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement,
-                                    std::vector<LaunchedProcess>& started);
 
-// Starts the command once as the launcher, output into OUT/launcher/.
-Result<LaunchedProcess> launchExternal(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement);
+// The launcher's part of a plan: what to start.
+struct PlannedStart {
+  std::vector<std::string> command;
+  int nproc = 1;
+};
+
+// A stack of this launcher as `faultline stacks` offers it.
+struct StackOffer {
+  std::string program;             // what it starts: the torchrun script, "python -m torch.distributed.launch", ...
+  std::string problem;             // non-empty: it does not work here, and why (known without running anything)
+  std::vector<std::string> check;  // a command whose success shows that it works here; empty: none
+  std::string check_what;          // what the check is, for its failure: "a one-rank torchrun job"
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+
+  // The stack's name without a torch series: "torchrun".
+  virtual std::string name() const = 0;
+
+  // --- planning (pure: no processes) ---
+  // Whether the stack runs at a torch version even with a trainer that needs
+  // none (torchrun is torch's own launcher; external runs whatever it is given).
+  virtual bool needsTorch() const = 0;
+  // The command line for a scenario, or why the scenario cannot run here.
+  virtual tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const = 0;
+
+  // The stack at one torch install (null for a stack without a version:
+  // external); `scratch` is where a check's job may write its logs.
+  virtual StackOffer offer(const TorchInstall* torch, const std::string& scratch) const = 0;
+
+  // --- running ---
+  virtual RankDiscovery rankDiscovery() const = 0;
+  virtual OnRankFailure onRankFailure() const = 0;
+  virtual StopOrder stopOrder() const { return StopOrder::kWholeTree; }
+  virtual double launcherGraceS() const { return 0; }  // kLauncherFirst only
+  // Whether the launcher process's exit ends the run (the supervisor stops
+  // watching and collects what is left). Otherwise the run ends when every
+  // rank has.
+  bool exitEndsRun() const { return rankDiscovery() != RankDiscovery::kStarted; }
+  // How many ranks start() will start, so that their directories are watched
+  // before they run; 0 when the launcher starts them itself.
+  virtual int ranksKnownUpFront(const LaunchOptions& opts) const = 0;
+  // Starts the run's processes, placed in their containment, output into the
+  // run directory. Errors: kBadUsage (no such command), kIo, kSystem.
+  virtual Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const = 0;
+  // Where its own log is, for a run started with `opts`.
+  virtual LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const = 0;
+};
+
+// The launcher of that name (a stack name without its @series); null if none.
+const Launcher* launcherNamed(const std::string& name);
+// Every launcher, in the order of stackLaunchers().
+const std::vector<const Launcher*>& allLaunchers();
 
 }  // namespace faultline::launch

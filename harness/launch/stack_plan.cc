@@ -69,10 +69,6 @@ bool admits(const std::string& entry, const StackName& name, const std::string& 
 
 }  // namespace
 
-std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
-  return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
-}
-
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, const Tools& tools,
                     const std::string& out_dir, int master_port, const std::string& base_dir) {
   StackPlan plan;
@@ -83,13 +79,17 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     return plan;
   }
   const StackName name = *parsed;
+  const Launcher* launcher = launcherNamed(name.launcher);
+  if (!launcher) {
+    plan.unsupported = "no launcher for the stack " + name.launcher;
+    return plan;
+  }
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
   std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
                                                : concat(resolvePaths(s.stack.command, base_dir), s.stack.args);
   const bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
-  const bool needs_torch = reference || python_trainer || name.launcher == "torchrun" || name.launcher == "launch" ||
-                           name.launcher == "spawn";
+  const bool needs_torch = reference || python_trainer || launcher->needsTorch();
   std::optional<TorchInstall> torch;
   if (needs_torch || !name.series.empty()) {
     torch = pickTorch(tools.torches, name.series);
@@ -107,7 +107,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
                          " (installed: " + seriesList(tools.torches) + "; `faultline stacks` lists them)";
       return plan;
     }
-    if (name.launcher != "external") plan.stack = name.launcher + "@" + torch->series;
+    if (isVersionedStack(name.launcher)) plan.stack = name.launcher + "@" + torch->series;
     plan.torch = torch->version;
   }
   const std::string series = torch ? torch->series : "";
@@ -131,54 +131,25 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     }
   }
   if (python_trainer && torch) trainer[0] = torch->python;
-  const std::string world = std::to_string(s.stack.world_size);
-  const std::string port = std::to_string(master_port);
   LaunchOptions& l = plan.launch;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
   l.instruments = tools.instruments;
-
-  if (name.launcher == "builtin") {
-    l.kind = LauncherKind::kBuiltin;
-    l.nproc = s.stack.world_size;
-    l.command = trainer;
-  } else if (name.launcher == "torchrun") {
-    if (torch->torchrun.empty()) {
-      plan.unsupported = "torch " + torch->version + " at " + torch->python + " has no torchrun beside it";
-      return plan;
-    }
-    l.kind = LauncherKind::kExternal;
-    std::vector<std::string> flags = s.stack.launcher_args.value_or(elasticLogFlags(out_dir));
-    std::vector<std::string> cmd = {torch->torchrun, "--nproc_per_node=" + world, "--master_port=" + port};
-    cmd = concat(cmd, flags);
-    if (python_trainer) {
-      trainer.erase(trainer.begin());  // torchrun runs the script with its own interpreter
-    } else {
-      cmd.push_back("--no_python");
-    }
-    l.command = concat(cmd, trainer);
-  } else if (name.launcher == "launch") {
-    if (!python_trainer) {
-      plan.unsupported = "torch.distributed.launch runs Python trainers; this scenario's trainer is not one";
-      return plan;
-    }
-    if (!torch->has_launch) {
-      plan.unsupported = "torch " + torch->version + " no longer ships torch.distributed.launch";
-      return plan;
-    }
-    l.kind = LauncherKind::kExternal;
-    std::vector<std::string> cmd = {torch->python, "-m", "torch.distributed.launch", "--use_env",
-                                    "--nproc_per_node=" + world, "--master_port=" + port};
-    // launch parses torchrun's options (1.13's launch crashes on the same defaults).
-    cmd = concat(cmd, s.stack.launcher_args.value_or(elasticLogFlags(out_dir)));
-    l.command = concat(cmd, std::vector<std::string>(trainer.begin() + 1, trainer.end()));
-  } else if (name.launcher == "spawn" || name.launcher == "external") {
-    if (reference) {
-      plan.unsupported = "the " + name.launcher + " stack runs a command that launches itself; the reference trainer needs a launcher";
-      return plan;
-    }
-    l.kind = LauncherKind::kExternal;
-    l.command = trainer;
+  PlanInput in;
+  in.scenario = &s;
+  in.trainer = trainer;
+  in.reference_trainer = reference;
+  in.python_trainer = python_trainer;
+  in.torch = torch ? &*torch : nullptr;
+  in.out_dir = out_dir;
+  in.master_port = master_port;
+  auto planned = launcher->plan(in);
+  if (!planned) {
+    plan.unsupported = planned.error().reason;
+    return plan;
   }
+  l.launcher = launcher->name();
+  l.command = std::move(planned->command);
+  l.nproc = planned->nproc;
   return plan;
 }
 

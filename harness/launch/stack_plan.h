@@ -1,12 +1,15 @@
-// Stack adapters for scenarios: which processes to start for a scenario on a
-// given stack (builtin, torchrun, torch.distributed.launch, spawn, external),
-// or why the scenario cannot apply to that stack. Pure: no processes here.
+// Scenario x stack -> what to start, or why the scenario cannot apply to that
+// stack. What every stack shares (the stack name, the torch it runs, the
+// scenario's `stacks` and `torch` bounds, the trainer command) is decided
+// here; the command line is the stack's Launcher's (Launcher::plan). Pure: no
+// processes here.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "harness/launch/elastic_launcher.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/torch_installs.h"
 #include "harness/scenario/scenario.h"
@@ -34,13 +37,6 @@ struct StackPlan {
 // against `base_dir` (the directory the scenario paths are relative to).
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack, const Tools& tools,
                     const std::string& out_dir, int master_port, const std::string& base_dir);
-
-// The flags faultline gives torchrun and torch.distributed.launch unless a
-// scenario's launcher_args replace them: torch 1.13's elastic agent on Python
-// 3.11 crashes in option parsing with its default --redirects/--tee (and with
-// 0 or 3); 2/2 works on every version and keeps per-rank stderr logs in
-// OUT/launcher/logs, which are rank evidence.
-std::vector<std::string> elasticLogFlags(const std::string& out_dir);
 
 // The reference trainer's arguments for the scenario's fault (--fault ...).
 std::vector<std::string> faultArgs(const scenario::Scenario& s);

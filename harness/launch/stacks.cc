@@ -1,4 +1,5 @@
-// Stack names, and the check that each stack's launcher starts.
+// The stacks this machine has, as each launcher offers itself, and the check
+// that each one starts.
 #include "harness/launch/stacks.h"
 
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <filesystem>
 #include <future>
 
+#include "harness/launch/launcher.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/stack_plan.h"
@@ -15,12 +17,6 @@
 
 namespace faultline::launch {
 namespace {
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 // The last line the check printed on failure is the most telling one.
 std::string failureText(const std::string& what, const Result<CommandResult>& r) {
@@ -41,31 +37,6 @@ struct Check {
 
 }  // namespace
 
-const std::vector<std::string>& launcherNames() {
-  static const std::vector<std::string> kNames = {"builtin", "torchrun", "launch", "spawn", "external"};
-  return kNames;
-}
-
-Result<StackName> parseStackName(const std::string& text) {
-  StackName s;
-  const auto at = text.find('@');
-  s.launcher = text.substr(0, at);
-  const auto& names = launcherNames();
-  if (std::find(names.begin(), names.end(), s.launcher) == names.end()) {
-    return fail(ErrorCode::kBadUsage, "unknown stack '" + text + "', expected " + joinNames(names) +
-                                          ", optionally @MAJOR.MINOR (torchrun@2.13)");
-  }
-  if (at == std::string::npos) return s;
-  s.series = text.substr(at + 1);
-  if (s.launcher == "external") {
-    return fail(ErrorCode::kBadUsage, "stack '" + text + "': external runs the scenario's own command, it has no torch version");
-  }
-  if (torchSeries(s.series) != s.series) {
-    return fail(ErrorCode::kBadUsage, "stack '" + text + "': '" + s.series + "' is not a torch version MAJOR.MINOR (e.g. 2.13)");
-  }
-  return s;
-}
-
 std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& installs, bool check) {
   std::vector<AvailableStack> out;
   std::vector<Check> checks;
@@ -76,46 +47,26 @@ std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& ins
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/faultline-stacks-XXXXXX";
     if (::mkdtemp(tmpl.data())) scratch = tmpl;
   }
+  // Each versioned launcher at each install, newest first; then the stacks
+  // without a version (external).
   for (const auto& t : installs) {
-    const std::string v = "@" + t.series;
-    if (!t.usable()) {
-      for (const char* l : {"builtin", "torchrun", "launch", "spawn"}) {
-        out.push_back({std::string(l) + (t.series.empty() ? "" : v), t.version, t.python, t.problem});
+    for (const Launcher* l : allLaunchers()) {
+      if (!isVersionedStack(l->name())) continue;
+      const std::string name = l->name() + (t.series.empty() ? "" : "@" + t.series);
+      if (!t.usable()) {
+        out.push_back({name, t.version, t.python, t.problem});
+        continue;
       }
-      continue;
+      StackOffer o = l->offer(&t, scratch);
+      out.push_back({name, t.version, o.program, o.problem});
+      if (o.problem.empty() && !o.check.empty()) checks.push_back({out.size() - 1, o.check, o.check_what});
     }
-    AvailableStack builtin{"builtin" + v, t.version, "faultline's launcher; Python trainers on " + t.python, ""};
-    if (t.trainer.empty()) {
-      builtin.problem = "Python trainers only: no reference trainer built against torch " + t.series +
-                        " (faultline-trainer-torch" + t.series + ")";
-    } else {
-      builtin.program += "; reference trainer " + t.trainer;
-    }
-    out.push_back(builtin);
-    out.push_back({"torchrun" + v, t.version, t.torchrun, t.torchrun.empty() ? "no torchrun beside " + t.python : ""});
-    // A one-rank job with the flags a run gets: --help alone passes where the
-    // default --redirects/--tee crash (torch 1.13 on Python 3.11).
-    auto job = [&](std::vector<std::string> launcher, const std::string& logs) {
-      auto port = findFreePort();
-      launcher.insert(launcher.end(), {"--nproc_per_node=1", "--master_port=" + std::to_string(port ? *port : 29500)});
-      for (auto& f : elasticLogFlags(logs)) launcher.push_back(f);
-      launcher.insert(launcher.end(), {"--no_python", "/bin/true"});
-      return launcher;
-    };
-    if (!t.torchrun.empty()) {
-      checks.push_back({out.size() - 1, job({t.torchrun}, scratch + "/torchrun" + v), "a one-rank torchrun job"});
-    }
-    out.push_back({"launch" + v, t.version, t.python + " -m torch.distributed.launch",
-                   t.has_launch ? "" : "torch " + t.version + " no longer ships torch.distributed.launch"});
-    if (t.has_launch) {
-      checks.push_back({out.size() - 1, job({t.python, "-m", "torch.distributed.launch", "--use_env"}, scratch + "/launch" + v),
-                        "a one-rank torch.distributed.launch job"});
-    }
-    out.push_back({"spawn" + v, t.version, t.python + " (torch.multiprocessing.spawn)", ""});
-    checks.push_back({out.size() - 1, {t.python, "-c", "import torch.multiprocessing as m, torch.distributed as d; m.spawn; assert d.is_available()"},
-                      "import torch.multiprocessing"});
   }
-  out.push_back({"external", "", "the scenario's own command", ""});
+  for (const Launcher* l : allLaunchers()) {
+    if (isVersionedStack(l->name())) continue;
+    StackOffer o = l->offer(nullptr, scratch);
+    out.push_back({l->name(), "", o.program, o.problem});
+  }
   if (!check) return out;
   if (scratch.empty()) {
     for (const auto& c : checks) out[c.index].problem = "cannot make a scratch directory for the check";

@@ -1,4 +1,4 @@
-// Stack names and the stacks this machine can drive. A stack is a launcher
+// The stacks this machine can drive. A stack is a launcher
 // (builtin, torchrun, launch, spawn, external) at a torch version:
 // "torchrun@2.13", "spawn@1.13"; a bare "torchrun" is the newest installed.
 #pragma once
@@ -8,21 +8,13 @@
 
 #include "harness/launch/torch_installs.h"
 #include "harness/model/error.h"
+#include "harness/model/stack_name.h"
 
 namespace faultline::launch {
 
-struct StackName {
-  std::string launcher;  // builtin | torchrun | launch | spawn | external
-  std::string series;    // "2.13"; "" = the newest installed (or none needed)
-  std::string str() const { return series.empty() ? launcher : launcher + "@" + series; }
-};
-
-// The launchers a stack name may start with.
-const std::vector<std::string>& launcherNames();
-
-// "torchrun@2.13" -> {torchrun, 2.13}; kBadUsage names what is wrong
-// ("unknown stack 'x', expected builtin, torchrun, ..." / "'2' is not MAJOR.MINOR").
-Result<StackName> parseStackName(const std::string& text);
+// The one parser of stack names is the model's; launch code says it unqualified.
+using faultline::parseStackName;
+using faultline::StackName;
 
 struct AvailableStack {
   std::string name;          // "torchrun@2.13"

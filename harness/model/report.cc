@@ -53,6 +53,12 @@ constexpr std::array<std::pair<Escalation, const char*>, 3> kEscalations{{
     {Escalation::kSigkill, "sigkill"},
 }};
 
+constexpr std::array<std::pair<TeardownBy, const char*>, 3> kTeardownBys{{
+    {TeardownBy::kNone, "none"},
+    {TeardownBy::kFaultline, "faultline"},
+    {TeardownBy::kLauncher, "launcher"},
+}};
+
 template <class E, size_t N>
 std::string nameOf(const std::array<std::pair<E, const char*>, N>& table, E value) {
   for (const auto& [v, name] : table) {
@@ -209,6 +215,8 @@ std::string roleName(RankRole r) { return nameOf(kRoles, r); }
 std::optional<RankRole> roleFromName(const std::string& name) { return valueOf(kRoles, name); }
 std::string escalationName(Escalation e) { return nameOf(kEscalations, e); }
 std::optional<Escalation> escalationFromName(const std::string& name) { return valueOf(kEscalations, name); }
+std::string teardownByName(TeardownBy b) { return nameOf(kTeardownBys, b); }
+std::optional<TeardownBy> teardownByFromName(const std::string& name) { return valueOf(kTeardownBys, name); }
 
 json toJson(const Report& r) {
   json ranks = json::array();
@@ -257,6 +265,7 @@ json toJson(const Report& r) {
   out["teardown"] = {{"clean", r.teardown.clean},
                      {"duration_ms", r.teardown.duration_ms},
                      {"escalation", escalationName(r.teardown.escalation)},
+                     {"by", teardownByName(r.teardown.by)},
                      {"survivors", survivors},
                      {"leaks", r.teardown.leaks}};
   out["expectations"] = expectations;
@@ -332,6 +341,8 @@ Result<Report> reportFromJson(const json& j) {
     tr.get("clean", r.teardown.clean);
     tr.get("duration_ms", r.teardown.duration_ms);
     tr.getEnum("escalation", kEscalations, r.teardown.escalation);
+    // Added: reports written before it have no "by".
+    if (tr.field("by", false)) tr.getEnum("by", kTeardownBys, r.teardown.by);
     if (const json* ss = tr.field("survivors", false); ss && ss->is_array()) {
       for (const auto& s : *ss) {
         Reader sr(s, "report.teardown.survivors[]");

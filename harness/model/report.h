@@ -36,6 +36,15 @@ enum class Escalation { kNone, kSigterm, kSigkill };
 std::string escalationName(Escalation e);
 std::optional<Escalation> escalationFromName(const std::string& name);
 
+// Who ended the job's processes after the first failure (teardown.by):
+// faultline (it signalled some process of the run), the stack's launcher
+// (everything ended after the failure without a signal from faultline, and a
+// launcher of its own ran the job: torchrun's agent stopping its workers), or
+// nobody (every process ended by itself, or no teardown was needed).
+enum class TeardownBy { kNone, kFaultline, kLauncher };
+std::string teardownByName(TeardownBy b);
+std::optional<TeardownBy> teardownByFromName(const std::string& name);
+
 struct ScenarioRef {
   std::string name;
   std::string file;
@@ -114,10 +123,14 @@ struct Survivor {
 
 struct TeardownReport {
   bool clean = true;
+  // From the first failure (the supervisor's trigger) to every process of the
+  // run gone, whoever ended them; without a trigger, from the start of a
+  // teardown that had processes to end; 0 when none had to be.
   int64_t duration_ms = 0;
   Escalation escalation = Escalation::kNone;
   std::vector<Survivor> survivors;
   std::vector<std::string> leaks;
+  TeardownBy by = TeardownBy::kNone;
 };
 
 struct Expectation {

@@ -130,6 +130,7 @@ json toJson(const SupervisorRecord& r) {
        {{"clean", r.teardown.report.clean},
         {"duration_ms", r.teardown.report.duration_ms},
         {"escalation", escalationName(r.teardown.report.escalation)},
+        {"by", teardownByName(r.teardown.report.by)},
         {"survivors", survivors},
         {"leaks", r.teardown.report.leaks},
         {"started_ns", r.teardown.started_ns},
@@ -202,6 +203,12 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
     auto e = escalationFromName(esc);
     if (!e) return fail(ErrorCode::kBadInput, "unknown value '" + esc + "'", tp + ".escalation");
     r.teardown.report.escalation = *e;
+    // Added: records written before it have no "by".
+    if (auto by = getOpt<std::string>(td, "by", tp)) {
+      auto b = teardownByFromName(*by);
+      if (!b) return fail(ErrorCode::kBadInput, "unknown value '" + *by + "'", tp + ".by");
+      r.teardown.report.by = *b;
+    }
     for (const auto& s : array(td, "survivors", tp)) {
       r.teardown.report.survivors.push_back({get<int>(s, "pid", tp + ".survivors"), get<std::string>(s, "cmdline", tp + ".survivors")});
     }

@@ -27,8 +27,9 @@ const json& reportShape() {
     "ranks": [{"rank": null, "pid": null, "exit_code": null, "signal": null, "role": null,
                "diagnosis": null, "stderr_tail": null}],
     "findings": [{"kind": null, "ranks": [null], "severity": null, "summary": null, "evidence": null}],
-    "teardown": {"clean": null, "duration_ms": null, "escalation": null,
+    "teardown": {"clean": null, "duration_ms": null, "escalation": null, "by": null,
                  "survivors": [{"pid": null, "cmdline": null}], "leaks": [null]},
+    "trigger": {"kind": null, "rank": null, "detail": null},
     "verdict": null,
     "timeline": [{"t_ms": null, "rank": null, "what": null}],
     "harness": {"version": null, "wall_ms": null}

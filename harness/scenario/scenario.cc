@@ -1,6 +1,7 @@
 // Strict TOML -> Scenario. Every error names file:line:col and what was expected.
 #include "harness/scenario/scenario.h"
 
+#include "harness/model/stack_name.h"
 #include "harness/model/torch_version.h"
 
 #include <algorithm>
@@ -68,7 +69,6 @@ std::optional<std::string> regexNumberError(const std::string& re) {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-const std::set<std::string> kLaunchers = {"builtin", "torchrun", "launch", "spawn", "external"};
 const std::set<std::string> kTrainers = {"reference", "command"};
 
 // Collects the first error; later checks are skipped once one is found.
@@ -187,7 +187,7 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks", "torch"}, "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
-    if (!kLaunchers.count(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected builtin, torchrun, launch, spawn or external");
+    if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
     s.launcher = *v;
   }
   if (auto v = c.str(t, "trainer", "stack")) {
@@ -199,14 +199,7 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (auto v = c.strings(t, "launcher_args", "stack")) s.launcher_args = *v;
   if (auto v = c.strings(t, "stacks", "stack")) {
     for (const auto& name : *v) {
-      const auto at = name.find('@');
-      const std::string launcher = name.substr(0, at);
-      if (!kLaunchers.count(launcher)) {
-        c.error(t.get("stacks")->source(), "stack.stacks: unknown launcher '" + name + "', expected builtin, torchrun, launch, spawn or external, optionally @MAJOR.MINOR");
-      } else if (at != std::string::npos && (launcher == "external" || torchSeries(name.substr(at + 1)) != name.substr(at + 1))) {
-        c.error(t.get("stacks")->source(), "stack.stacks: '" + name + "': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13)" +
-                                               std::string(launcher == "external" ? ", and external has none" : ""));
-      }
+      if (auto parsed = parseStackName(name); !parsed) c.error(t.get("stacks")->source(), "stack.stacks: " + parsed.error().message);
     }
     s.stacks = *v;
   }

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "harness/launch/clock.h"
+#include "harness/model/stack_name.h"
 #include "harness/supervise/proc_fs.h"
 #include "harness/supervise/watch_loop.h"
 
@@ -62,6 +63,10 @@ std::string newRunId() {
 Result<SupervisedRun> superviseRun(const SuperviseOptions& in) {
   SuperviseOptions opts = in;
   if (opts.launch.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
+  if (!opts.launcher) opts.launcher = launch::launcherNamed(opts.launch.launcher);
+  if (!opts.launcher) {
+    return fail(ErrorCode::kBadUsage, "unknown launcher '" + opts.launch.launcher + "', expected " + stackLauncherList());
+  }
   const int fds_before = countOpenFds();
   InterruptGate gate;
   if (opts.launch.run_id.empty()) opts.launch.run_id = newRunId();

@@ -14,13 +14,17 @@
 namespace faultline::supervise {
 
 struct SuperviseOptions {
-  launch::LaunchOptions launch;  // kind, command, nproc, run_id ("" = generated)
+  launch::LaunchOptions launch;  // launcher, command, nproc, run_id ("" = generated)
+  // The launcher that starts and stops the run; null: the registry's of
+  // launch.launcher's name (a test may bring one of its own).
+  const launch::Launcher* launcher = nullptr;
   std::string out_dir;
   double hang_timeout_s = 0;  // 0: no hang detection
   double deadline_s = 0;      // 0: no deadline
   double grace_s = 3;         // SIGTERM -> SIGKILL
-  // External mode: after a rank fails, how long the launcher gets to end its
-  // own job before the harness tears it down (torchrun polls every 5 s).
+  // A launcher that ends its own job (OnRankFailure::kLauncherStops): after a
+  // rank fails, how long it gets to before the harness tears the job down
+  // (torchrun polls every 5 s).
   double launcher_allowance_s = 10;
   bool allow_cgroup = true;
   bool allow_proc_connector = true;  // external mode; false forces the 100 ms rescan + pidfd path

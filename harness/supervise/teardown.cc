@@ -172,16 +172,22 @@ void WatchLoop::teardown() {
   allowance_timer_.cancel();
   const auto t0 = Clock::now();
   const bool stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
-                           (opts_.launch.kind == launch::LauncherKind::kExternal && launcher_finished_);
+                           (stack_launcher_.exitEndsRun() && launcher_finished_);
+  // When every process of the run was gone (teardown.duration_ms ends there).
+  int64_t gone_ns = 0;
   if (stack_ended && !containment_.empty()) {
     // What is already on its way out is not left behind: a launcher's helpers
     // (multiprocessing's resource tracker, say) exit when its pipes close, a
     // few milliseconds after it. Only what is still there after a moment is.
     runUntil([&] { return containment_.empty(); },
              std::min<std::chrono::nanoseconds>(seconds(opts_.grace_s), std::chrono::milliseconds(1000)));
+    if (containment_.empty()) gone_ns = launch::realtimeNs();
   }
   auto live = containment_.members();
   if (live.empty()) {
+    // Already gone: at the last exit seen (the launcher's own, torchrun's
+    // after it ended its workers), or now if none was.
+    if (!gone_ns) gone_ns = last_exit_ns_ ? std::min(last_exit_ns_, launch::realtimeNs()) : launch::realtimeNs();
     // Nothing to end; still collect the exit statuses of ranks not yet reaped.
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
   } else {
@@ -195,6 +201,15 @@ void WatchLoop::teardown() {
       for (pid_t p : live) addSurvivor(p, "left running after the stack ended");
     } else {
       requestStackDumps(noteHeld);
+    }
+    // A launcher that stops its own job gets the SIGTERM first, and a while
+    // to pass it on to ranks only it can reach.
+    if (stack_launcher_.stopOrder() == launch::StopOrder::kLauncherFirst && launcher_ && !launcher_finished_) {
+      sendSignal(launcher_->pid, SIGTERM);
+      ::kill(launcher_->pid, SIGCONT);
+      teardown_.report.escalation = Escalation::kSigterm;
+      timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(launcher_->pid) + ") first");
+      runUntil([&] { return containment_.empty() || interrupts_ > 1; }, seconds(stack_launcher_.launcherGraceS()));
     }
     // SIGCONT too: a stopped process would hold SIGTERM pending forever.
     live = containment_.members();
@@ -219,6 +234,7 @@ void WatchLoop::teardown() {
       runUntil([&] { return containment_.empty(); }, std::chrono::seconds(2));
     }
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
+    gone_ns = launch::realtimeNs();
   }
   // Verify.
   reapChildren();
@@ -230,8 +246,22 @@ void WatchLoop::teardown() {
     if (r->our_child && !r->finished) teardown_.report.leaks.push_back("zombie:" + std::to_string(r->pid));
   }
   teardown_.report.clean = teardown_.report.survivors.empty() && teardown_.report.leaks.empty();
-  teardown_.report.duration_ms =
-      teardown_.started_ns ? std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() : 0;
+  // From the first failure to every process gone, whoever ended them (a
+  // launcher that tore its job down itself took that long too); without a
+  // failure, the teardown's own time.
+  const bool failure = triggered_ && trigger_.kind != TriggerKind::kNone;
+  if (failure) {
+    teardown_.report.duration_ms = std::max<int64_t>(0, gone_ns - trigger_.t_ns) / 1000000;
+  } else {
+    teardown_.report.duration_ms =
+        teardown_.started_ns ? std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count() : 0;
+  }
+  const bool signalled = std::any_of(teardown_.signals.begin(), teardown_.signals.end(), [](const SignalSent& s) {
+    return s.signal == signalName(SIGTERM) || s.signal == signalName(SIGKILL);
+  });
+  teardown_.report.by = signalled                                            ? TeardownBy::kFaultline
+                        : failure && launcher_record_ && launcher_finished_ ? TeardownBy::kLauncher
+                                                                             : TeardownBy::kNone;
   if (teardown_.started_ns) {
     timeline(std::nullopt, std::string("teardown ") + (teardown_.report.clean ? "clean" : "not clean") + " in " +
                                std::to_string(teardown_.report.duration_ms) + " ms");
@@ -244,7 +274,7 @@ SupervisedRun WatchLoop::result() const {
   auto& rec = out.record;
   rec.start_ns = start_ns_;
   rec.end_ns = launch::realtimeNs();
-  rec.launcher = launch::launcherKindName(opts_.launch.kind);
+  rec.launcher = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kStarted ? "builtin" : "external";
   rec.command = opts_.launch.command;
   rec.containment = containmentName(containment_.kind());
   int world = world_size_hint_;
@@ -268,8 +298,7 @@ SupervisedRun WatchLoop::result() const {
   rec.launcher_process = launcher_record_;
   rec.trigger = trigger_;
   if (!triggered_) rec.trigger.t_ns = 0;
-  if (opts_.launch.kind == launch::LauncherKind::kExternal && trigger_.kind == TriggerKind::kNone && launcher_record_ &&
-      rec.trigger.detail.empty()) {
+  if (trigger_.kind == TriggerKind::kNone && launcher_record_ && rec.trigger.detail.empty()) {
     rec.trigger.detail = "launcher ended";
   }
   rec.teardown = teardown_;

@@ -9,8 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 
 #include "harness/launch/clock.h"
 #include "harness/supervise/proc_fs.h"
@@ -28,6 +30,7 @@ std::string outcomeText(const ProcessOutcome& o) {
 
 WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Containment& containment)
     : opts_(opts),
+      stack_launcher_(*opts.launcher),
       layout_(layout),
       containment_(containment),
       signals_(io_),
@@ -70,37 +73,41 @@ Result<void> WatchLoop::start() {
   last_event_progress_ = last_output_progress_ = start_mono_;
   armInotify();
   const auto placement = containment_.placement();
-  if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
-    if (auto r = launch::createRunDirs(layout_, opts_.launch.nproc); !r) return r;
-    for (int rank = 0; rank < opts_.launch.nproc; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
-    std::vector<launch::LaunchedProcess> started;
-    auto launched = launch::launchBuiltin(opts_.launch, layout_, placement, started);
-    for (const auto& p : started) {
-      addRank(*p.rank, p.pid, p.start_ns, true);
-      timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")");
-    }
-    if (!launched) {
-      if (started.empty()) return tl::unexpected(launched.error());
-      note(launched.error().str());
-      setTrigger(TriggerKind::kNone, std::nullopt, "launch failed: " + launched.error().str());
-      stop_main_ = true;
-    }
-    world_size_hint_ = opts_.launch.nproc;
-  } else {
-    if (auto r = launch::createRunDirs(layout_, 0); !r) return r;
-    if (auto r = launch::createLauncherDir(layout_); !r) return r;
-    addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
-    addWatch(layout_.launcherDir(), WatchKind::kLauncherDir, -1);
-    if (opts_.allow_proc_connector) openProcEvents();
-    auto launched = launch::launchExternal(opts_.launch, layout_, placement);
-    if (!launched) return tl::unexpected(launched.error());
-    launcher_ = *launched;
-    run_pids_.insert(launched->pid);
-    launcher_record_ = LauncherProcess{launched->pid, std::nullopt, std::nullopt, std::nullopt};
-    children_[launched->pid] = [this](int status) {
+  // Everything the ranks and the launcher write is watched before they start.
+  const int known = stack_launcher_.ranksKnownUpFront(opts_.launch);
+  if (auto r = launch::createRunDirs(layout_, known); !r) return r;
+  for (int rank = 0; rank < known; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
+  const bool descendants = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kDescendants;
+  if (descendants) addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
+  const launch::LauncherLog own_log = stack_launcher_.ownLog(opts_.launch, layout_);
+  if (!own_log.stdout_path.empty()) {
+    const std::string dir = std::filesystem::path(own_log.stdout_path).parent_path().string();
+    if (auto r = launch::makeDirs(dir); !r) return r;
+    addWatch(dir, WatchKind::kLauncherDir, -1);
+  }
+  if (descendants && opts_.allow_proc_connector) openProcEvents();
+  auto launched = stack_launcher_.start(opts_.launch, layout_, placement);
+  if (!launched) return tl::unexpected(launched.error());
+  for (const auto& p : launched->ranks) {
+    addRank(*p.rank, p.pid, p.start_ns, true);
+    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")");
+  }
+  world_size_hint_ = known;
+  if (launched->launcher) {
+    launcher_ = *launched->launcher;
+    run_pids_.insert(launcher_->pid);
+    launcher_record_ = LauncherProcess{launcher_->pid, std::nullopt, std::nullopt, std::nullopt};
+    children_[launcher_->pid] = [this](int status) {
       onLauncherExit(ProcessOutcome::fromWaitStatus(status), launch::realtimeNs());
     };
-    timeline(std::nullopt, "launcher started (pid " + std::to_string(launched->pid) + ")");
+    timeline(std::nullopt, "launcher started (pid " + std::to_string(launcher_->pid) + ")");
+  }
+  if (launched->error) {
+    note(launched->error->str());
+    setTrigger(TriggerKind::kNone, std::nullopt, "launch failed: " + launched->error->str());
+    stop_main_ = true;
+  }
+  if (descendants) {
     scanForRanks();
     if (!proc_events_) armScanTimer();
   }
@@ -198,6 +205,7 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
   if (r.finished) return;
   r.finished = true;
   r.exit_ns = t_ns;
+  last_exit_ns_ = std::max(last_exit_ns_, t_ns);
   if (outcome) {
     r.outcome = *outcome;
     r.exit_known = true;
@@ -215,7 +223,7 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
   if (failed && !triggered_ && !in_teardown_) {
     setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
     trigger_.t_ns = t_ns;
-    if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
+    if (stack_launcher_.onRankFailure() == launch::OnRankFailure::kSupervisorStops) {
       stop_main_ = true;
     } else {
       // The external launcher is the stack under test: give it time to end its job itself.
@@ -228,7 +236,7 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
       });
     }
   }
-  if (opts_.launch.kind == launch::LauncherKind::kBuiltin) {
+  if (!stack_launcher_.exitEndsRun()) {
     bool all = true;
     for (const auto& k : ranks_) all = all && k->finished;
     if (all) stop_main_ = true;
@@ -237,6 +245,7 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
 
 void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {
   launcher_finished_ = true;
+  last_exit_ns_ = std::max(last_exit_ns_, t_ns);
   if (launcher_record_) {
     launcher_record_->exit_code = outcome.exitCode();
     if (auto s = outcome.signal()) launcher_record_->signal = signalName(*s);
@@ -525,6 +534,7 @@ void WatchLoop::openProcEvents() {
 
 void WatchLoop::onProcExit(pid_t pid, int wait_status) {
   const int64_t t = launch::realtimeNs();
+  last_exit_ns_ = std::max(last_exit_ns_, t);
   const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
   ProcessExit e;
   e.pid = pid;

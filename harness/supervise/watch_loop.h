@@ -51,7 +51,7 @@ struct RankState {
   int rank = 0;
   pid_t pid = 0;
   int64_t start_ns = 0;
-  bool our_child = false;  // builtin ranks: reaped by us; external ranks: watched by pidfd
+  bool our_child = false;  // started by faultline (reaped by us); else a launcher's, watched by pidfd or the proc connector
   bool finished = false;
   std::optional<int64_t> exit_ns;
   ProcessOutcome outcome = ProcessOutcome::running();
@@ -126,6 +126,7 @@ class WatchLoop {
   bool allRanksReaped() const;
 
   const SuperviseOptions& opts_;
+  const launch::Launcher& stack_launcher_;  // what starts and stops the run (opts_.launcher)
   const RunLayout& layout_;
   Containment& containment_;
 
@@ -149,6 +150,7 @@ class WatchLoop {
   std::map<pid_t, std::string> cmdlines_;    // external: read at exec
   std::vector<ProcessExit> process_exits_;
   int world_size_hint_ = 0;
+  int64_t last_exit_ns_ = 0;  // the latest exit seen of any process of the run
 
   std::optional<launch::LaunchedProcess> launcher_;
   std::optional<LauncherProcess> launcher_record_;

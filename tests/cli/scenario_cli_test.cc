@@ -100,6 +100,36 @@ TEST_F(ScenarioCli, FailedExpectationExitsOneAndRecordsExpectedAndActual) {
   EXPECT_NE(r.out.find("fail: root_cause.rank expected 2, actual 1"), std::string::npos) << r.out;
 }
 
+// What the supervisor and the launcher did can be asserted (issue #16): on
+// today's main these paths were rejected as outside report.json (exit 2).
+TEST_F(ScenarioCli, TriggerAndWhoToreTheJobDownAreExpectations) {
+  auto s = hostileScenario("who", "\"trigger.kind\" = \"rank_failure\"\n\"trigger.rank\" = 1\n"
+                                  "\"teardown.by\" = \"faultline\"\n\"teardown.duration_ms\" = { max = 15000 }\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
+  EXPECT_EQ(r.status, 0) << r.out;
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "pass") << report["expectations"].dump();
+  EXPECT_EQ(report["teardown"]["by"], "faultline");
+}
+
+TEST_F(ScenarioCli, ALauncherThatEndsItsOwnJobIsPinnedByItsScenario) {
+  if (::geteuid() != 0) GTEST_SKIP() << "exit statuses of a launcher's ranks need the proc connector (root)";
+  // Rank 1 fails; the launcher stops rank 0 itself a second later.
+  auto script = write("launch.sh", "#!/bin/sh\nRANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\nRANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
+                                   "wait $p1\nsleep 1\nkill -TERM $p0\nwait $p0\nexit 1\n");
+  fs::permissions(script, fs::perms::owner_all);
+  auto s = write("own.toml", "name = \"own\"\n[stack]\nlauncher = \"external\"\ntrainer = \"command\"\n"
+                             "command = [\"" + script.string() + "\", \"" FL_HOSTILE "\", \"delay=0.3\", \"1=exit:3\", \"*=sleep:30\"]\n"
+                             "world_size = 2\n[limits]\ndeadline_s = 60\n[expect]\n\"trigger.kind\" = \"rank_failure\"\n"
+                             "\"trigger.rank\" = 1\n\"teardown.by\" = \"launcher\"\n\"teardown.duration_ms\" = { min = 900 }\n");
+  const fs::path out = dir_ / "out";
+  auto r = faultline("run " + s.string() + " -o " + out.string(), dir_ / "log");
+  auto report = nlohmann::json::parse(readFile(out / "report.json"));
+  EXPECT_EQ(report["verdict"], "pass") << report["expectations"].dump() << r.out;
+  EXPECT_EQ(r.status, 0) << r.out;
+}
+
 TEST_F(ScenarioCli, UnsupportedStackIsReportedWithItsReason) {
   auto s = hostileScenario("builtin-only", "\"root_cause.rank\" = 1\n");
   const fs::path out = dir_ / "out";

@@ -161,9 +161,9 @@ TEST(ScenarioErrors, TorchVersionsAreCheckedWhereWritten) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \">=2, <two\"\n"),
             "s.toml:3:9: stack.torch: '<two': expected a version such as 2.13 after '<'");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"torchrun@2\"]\n"),
-            "s.toml:3:10: stack.stacks: 'torchrun@2': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13)");
+            "s.toml:3:10: stack.stacks: 'torchrun@2': '2' is not a torch version MAJOR.MINOR (torchrun@2.13)");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"external@2.13\"]\n"),
-            "s.toml:3:10: stack.stacks: 'external@2.13': expected a torch version MAJOR.MINOR after '@' (torchrun@2.13), and external has none");
+            "s.toml:3:10: stack.stacks: 'external@2.13': external has no torch version, expected 'external' alone");
   auto ok = parseScenarioText("name = \"x\"\n[stack]\nstacks = [\"builtin\", \"spawn@2.13\"]\ntorch = \">=1.13,<2.14\"\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
   ASSERT_TRUE(ok) << ok.error().message;
   EXPECT_EQ(ok->stack.torch, ">=1.13,<2.14");
@@ -309,6 +309,20 @@ TEST(ScenarioErrors, InMatcherNeedsValues) {
             "s.toml:3:28: [expect] root_cause.rank: { in = ... } expects a non-empty array of values, such as [0, 2], got an integer");
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"root_cause.rank\" = { in = [] }\n"),
             "s.toml:3:28: [expect] root_cause.rank: { in = ... } expects a non-empty array of values, such as [0, 2], got an empty array");
+}
+
+// What the launcher did is assertable: why the supervisor ended the run, and
+// who tore the job down (issue #16).
+TEST(ReportPaths, TriggerAndTeardownByAreExpectationPaths) {
+  for (const char* ok : {"trigger.kind", "trigger.rank", "trigger.detail", "teardown.by", "teardown.duration_ms"}) {
+    EXPECT_TRUE(isReportPath(ok)) << ok;
+  }
+  EXPECT_FALSE(isReportPath("trigger.t_ns"));  // supervisor.json's, not report.json's
+  auto s = parseScenarioText(
+      "name = \"x\"\n[expect]\n\"trigger.kind\" = \"rank_failure\"\n\"trigger.rank\" = 1\n\"teardown.by\" = \"faultline\"\n",
+      "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->expect.size(), 3u);
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ using faultline::testing::TempDir;
 
 SuperviseOptions builtin(const TempDir& dir, int nproc, std::vector<std::string> args) {
   SuperviseOptions o;
-  o.launch.kind = launch::LauncherKind::kBuiltin;
+  o.launch.launcher = "builtin";
   o.launch.nproc = nproc;
   o.launch.command = {hostilePath()};
   for (auto& a : args) o.launch.command.push_back(std::move(a));
@@ -348,7 +348,7 @@ TEST(Supervise, MissingCommandIsBadUsage) {
 
 SuperviseOptions external(const TempDir& dir, std::vector<std::string> command) {
   SuperviseOptions o;
-  o.launch.kind = launch::LauncherKind::kExternal;
+  o.launch.launcher = "external";
   o.launch.command = std::move(command);
   o.out_dir = dir / "run";
   o.grace_s = 1;

@@ -1,0 +1,46 @@
+// The launch stack: `python -m torch.distributed.launch --use_env`, the
+// launcher torch deprecated in 2.0 (gone from newer releases).
+#include "harness/launch/elastic_launcher.h"
+
+namespace faultline::launch {
+namespace {
+
+class DistributedLaunchLauncher final : public ElasticLauncher {
+ public:
+  std::string name() const override { return "launch"; }
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (!in.python_trainer) {
+      return tl::unexpected(Unsupported{"torch.distributed.launch runs Python trainers; this scenario's trainer is not one"});
+    }
+    const TorchInstall& torch = *in.torch;
+    if (!torch.has_launch) return tl::unexpected(Unsupported{"torch " + torch.version + " no longer ships torch.distributed.launch"});
+    const scenario::Scenario& s = *in.scenario;
+    std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env",
+                                    "--nproc_per_node=" + std::to_string(s.stack.world_size),
+                                    "--master_port=" + std::to_string(in.master_port)};
+    // launch parses torchrun's options (1.13's launch crashes on the same defaults).
+    for (const auto& f : s.stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
+    cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
+    return PlannedStart{cmd, 1};
+  }
+  StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
+    if (!torch) return {};
+    StackOffer o{torch->python + " -m torch.distributed.launch", "", {}, ""};
+    if (!torch->has_launch) {
+      o.problem = "torch " + torch->version + " no longer ships torch.distributed.launch";
+      return o;
+    }
+    o.check = oneRankJob({torch->python, "-m", "torch.distributed.launch", "--use_env"}, scratch + "/launch@" + torch->series);
+    o.check_what = "a one-rank torch.distributed.launch job";
+    return o;
+  }
+};
+
+}  // namespace
+
+const Launcher& distributedLaunchLauncher() {
+  static const DistributedLaunchLauncher kLauncher;
+  return kLauncher;
+}
+
+}  // namespace faultline::launch

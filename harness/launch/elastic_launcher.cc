@@ -1,0 +1,26 @@
+// torchelastic's flags and log, shared by torchrun and torch.distributed.launch.
+#include "harness/launch/elastic_launcher.h"
+
+namespace faultline::launch {
+
+std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
+  return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
+}
+
+std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs) {
+  auto port = findFreePort();
+  launcher.insert(launcher.end(), {"--nproc_per_node=1", "--master_port=" + std::to_string(port ? *port : 29500)});
+  for (auto& f : elasticLogFlags(logs)) launcher.push_back(f);
+  launcher.insert(launcher.end(), {"--no_python", "/bin/true"});
+  return launcher;
+}
+
+LauncherLog ElasticLauncher::ownLog(const LaunchOptions& opts, const RunLayout& layout) const {
+  LauncherLog log = ObservedLauncher::ownLog(opts, layout);
+  log.log_dir = flagValue(opts.command, "--log_dir");
+  if (log.log_dir.empty()) log.log_dir = flagValue(opts.command, "--log-dir");
+  log.format = "torchelastic";
+  return log;
+}
+
+}  // namespace faultline::launch

@@ -1,0 +1,32 @@
+// What torchrun and torch.distributed.launch share: torchelastic's agent,
+// its flags and its own log (--log_dir: per-rank logs and error files; the
+// "Root Cause" block on its stderr).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/launch/observed_launcher.h"
+
+namespace faultline::launch {
+
+// The flags faultline gives torchrun and torch.distributed.launch unless a
+// scenario's launcher_args replace them: torch 1.13's elastic agent on Python
+// 3.11 crashes in option parsing with its default --redirects/--tee (and with
+// 0 or 3); 2/2 works on every version and keeps per-rank stderr logs in
+// OUT/launcher/logs, which are rank evidence.
+std::vector<std::string> elasticLogFlags(const std::string& out_dir);
+
+// A one-rank job (/bin/true) of `launcher` with the flags a run gets, its
+// logs under `logs`: --help alone passes where the default --redirects/--tee
+// crash (torch 1.13 on Python 3.11).
+std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs);
+
+class ElasticLauncher : public ObservedLauncher {
+ public:
+  bool needsTorch() const override { return true; }
+  // Its output and --log_dir, format "torchelastic".
+  LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override;
+};
+
+}  // namespace faultline::launch

@@ -1,0 +1,39 @@
+// The registry of launchers: one line per stack.
+#include <algorithm>
+
+#include "harness/launch/builtin_launcher.h"
+#include "harness/launch/launcher.h"
+
+namespace faultline::launch {
+
+// Each defined in its own file.
+const Launcher& externalLauncher();
+const Launcher& torchrunLauncher();
+const Launcher& distributedLaunchLauncher();
+const Launcher& spawnLauncher();
+
+namespace {
+const Launcher& builtinLauncher() {
+  static const BuiltinLauncher kLauncher;
+  return kLauncher;
+}
+}  // namespace
+
+const std::vector<const Launcher*>& allLaunchers() {
+  static const std::vector<const Launcher*> kAll = {
+      &builtinLauncher(),
+      &torchrunLauncher(),
+      &distributedLaunchLauncher(),
+      &spawnLauncher(),
+      &externalLauncher(),
+  };
+  return kAll;
+}
+
+const Launcher* launcherNamed(const std::string& name) {
+  const auto& all = allLaunchers();
+  auto it = std::find_if(all.begin(), all.end(), [&](const Launcher* l) { return l->name() == name; });
+  return it == all.end() ? nullptr : *it;
+}
+
+}  // namespace faultline::launch

@@ -1,0 +1,57 @@
+// Stack names: the one parser of "LAUNCHER[@MAJOR.MINOR]".
+#include "harness/model/stack_name.h"
+
+#include <algorithm>
+
+#include "harness/model/torch_version.h"
+
+namespace faultline {
+
+const std::vector<StackLauncherName>& stackLaunchers() {
+  static const std::vector<StackLauncherName> kNames = {
+      {"builtin", true}, {"torchrun", true}, {"launch", true}, {"spawn", true}, {"external", false}};
+  return kNames;
+}
+
+std::string stackLauncherList() {
+  const auto& names = stackLaunchers();
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i].name);
+  }
+  return out;
+}
+
+bool isStackLauncher(const std::string& name) {
+  const auto& names = stackLaunchers();
+  return std::any_of(names.begin(), names.end(), [&](const StackLauncherName& n) { return name == n.name; });
+}
+
+bool isVersionedStack(const std::string& launcher) {
+  const auto& names = stackLaunchers();
+  return std::any_of(names.begin(), names.end(), [&](const StackLauncherName& n) { return launcher == n.name && n.versioned; });
+}
+
+Result<StackName> parseStackName(const std::string& text) {
+  StackName s;
+  const auto at = text.find('@');
+  s.launcher = text.substr(0, at);
+  const auto& names = stackLaunchers();
+  const auto known =
+      std::find_if(names.begin(), names.end(), [&](const StackLauncherName& n) { return s.launcher == n.name; });
+  if (known == names.end()) {
+    return fail(ErrorCode::kBadUsage, "unknown stack '" + text + "', expected " + stackLauncherList() +
+                                          ", optionally @MAJOR.MINOR (torchrun@2.13)");
+  }
+  if (at == std::string::npos) return s;
+  s.series = text.substr(at + 1);
+  if (!known->versioned) {
+    return fail(ErrorCode::kBadUsage, "'" + text + "': " + s.launcher + " has no torch version, expected '" + s.launcher + "' alone");
+  }
+  if (torchSeries(s.series) != s.series) {
+    return fail(ErrorCode::kBadUsage, "'" + text + "': '" + s.series + "' is not a torch version MAJOR.MINOR (torchrun@2.13)");
+  }
+  return s;
+}
+
+}  // namespace faultline

@@ -1,0 +1,150 @@
+// The launcher registry and each stack's Launcher: one per stack name, what
+// the supervisor will ask of it, and the command line it plans.
+#include "harness/launch/launcher.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/launch/stack_plan.h"
+#include "harness/launch/stacks.h"
+#include "harness/model/stack_name.h"
+
+namespace faultline::launch {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+Tools twoTorches() {
+  Tools t;
+  t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
+  t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
+  return t;
+}
+
+scenario::Scenario parse(const std::string& stack_table) {
+  auto s = scenario::parseScenarioText("name = \"x\"\n[stack]\n" + stack_table + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  return *s;
+}
+
+TEST(LauncherRegistry, EveryStackNameHasItsLauncherAndNoOtherIsRegistered) {
+  const auto& names = stackLaunchers();
+  const auto& all = allLaunchers();
+  ASSERT_EQ(all.size(), names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(all[i]->name(), names[i].name);
+    EXPECT_EQ(launcherNamed(names[i].name), all[i]);
+  }
+  EXPECT_EQ(launcherNamed("slurm"), nullptr);
+}
+
+TEST(LauncherRegistry, WhatTheSupervisorAsksEachLauncher) {
+  const Launcher& builtin = *launcherNamed("builtin");
+  EXPECT_EQ(builtin.rankDiscovery(), RankDiscovery::kStarted);
+  EXPECT_EQ(builtin.onRankFailure(), OnRankFailure::kSupervisorStops);
+  EXPECT_FALSE(builtin.exitEndsRun());
+  LaunchOptions four;
+  four.nproc = 4;
+  EXPECT_EQ(builtin.ranksKnownUpFront(four), 4);
+  RunLayout layout("/out");
+  EXPECT_TRUE(builtin.ownLog(four, layout).stdout_path.empty());
+  for (const char* name : {"external", "torchrun", "launch", "spawn"}) {
+    const Launcher& l = *launcherNamed(name);
+    EXPECT_EQ(l.rankDiscovery(), RankDiscovery::kDescendants) << name;
+    EXPECT_EQ(l.onRankFailure(), OnRankFailure::kLauncherStops) << name;
+    EXPECT_EQ(l.stopOrder(), StopOrder::kWholeTree) << name;
+    EXPECT_TRUE(l.exitEndsRun()) << name;
+    EXPECT_EQ(l.ranksKnownUpFront(four), 0) << name;
+    EXPECT_EQ(l.ownLog(four, layout).stderr_path, "/out/launcher/stderr") << name;
+  }
+}
+
+TEST(LauncherRegistry, TheElasticLaunchersSayWhereTheirLogDirIs) {
+  const auto s = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"/usr/bin/python3\", \"/t.py\"]\n");
+  auto plan = planStack(s, "torchrun@2.13", twoTorches(), "/out", 29500, "/sc");
+  ASSERT_FALSE(plan.unsupported) << *plan.unsupported;
+  auto log = launcherNamed("torchrun")->ownLog(plan.launch, RunLayout("/out"));
+  EXPECT_EQ(log.log_dir, "/out/launcher/logs");
+  EXPECT_EQ(log.format, "torchelastic");
+  LaunchOptions own;
+  own.command = {"torchrun", "--log_dir=/mine", "t.py"};
+  EXPECT_EQ(launcherNamed("launch")->ownLog(own, RunLayout("/out")).log_dir, "/mine");
+  EXPECT_EQ(launcherNamed("spawn")->ownLog(own, RunLayout("/out")).format, "plain");
+}
+
+// The command lines are those the stacks had before they were classes.
+TEST(LauncherPlans, EachStackPlansItsCommandLine) {
+  const auto py = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\", \"launch\", \"spawn\", \"external\"]\n"
+                        "trainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\nargs = [\"--x\"]\nworld_size = 3\n");
+  const Strings logs = {"--redirects", "2", "--tee", "2", "--log_dir", "/out/launcher/logs"};
+  auto plan = [&](const scenario::Scenario& s, const std::string& stack) {
+    auto p = planStack(s, stack, twoTorches(), "/out", 29500, "/sc");
+    EXPECT_FALSE(p.unsupported) << stack << ": " << p.unsupported.value_or("");
+    return p;
+  };
+  auto builtin = plan(py, "builtin@2.13");
+  EXPECT_EQ(builtin.launch.launcher, "builtin");
+  EXPECT_EQ(builtin.launch.nproc, 3);
+  EXPECT_EQ(builtin.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
+  auto torchrun = plan(py, "torchrun@2.13");
+  EXPECT_EQ(torchrun.launch.launcher, "torchrun");
+  EXPECT_EQ(torchrun.launch.nproc, 1);
+  Strings want = {"/opt/t2/bin/torchrun", "--nproc_per_node=3", "--master_port=29500"};
+  want.insert(want.end(), logs.begin(), logs.end());
+  want.insert(want.end(), {"/t.py", "--x"});
+  EXPECT_EQ(torchrun.launch.command, want);
+  auto launch = plan(py, "launch@1.13");
+  EXPECT_EQ(launch.launch.launcher, "launch");
+  want = {"/usr/bin/python3", "-m", "torch.distributed.launch", "--use_env", "--nproc_per_node=3", "--master_port=29500"};
+  want.insert(want.end(), logs.begin(), logs.end());
+  want.insert(want.end(), {"/t.py", "--x"});
+  EXPECT_EQ(launch.launch.command, want);
+  auto spawn = plan(py, "spawn@2.13");
+  EXPECT_EQ(spawn.launch.launcher, "spawn");
+  EXPECT_EQ(spawn.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
+  auto external = plan(py, "external");
+  EXPECT_EQ(external.stack, "external");
+  EXPECT_EQ(external.launch.launcher, "external");
+  EXPECT_EQ(external.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
+
+  // The reference trainer: torchrun runs it with --no_python; spawn, launch
+  // and external cannot run it.
+  const auto ref = parse("launcher = \"torchrun\"\nstacks = [\"torchrun\", \"launch\", \"spawn\", \"external\"]\nworld_size = 2\n");
+  auto ref_torchrun = plan(ref, "torchrun@1.13");
+  ASSERT_GE(ref_torchrun.launch.command.size(), 2u);
+  EXPECT_EQ(ref_torchrun.launch.command[ref_torchrun.launch.command.size() - 2], "--no_python");
+  EXPECT_EQ(ref_torchrun.launch.command.back(), "/b/faultline-trainer-torch1.13");
+  for (const char* stack : {"launch", "spawn", "external"}) {
+    auto p = planStack(ref, stack, twoTorches(), "/out", 29500, "/sc");
+    ASSERT_TRUE(p.unsupported) << stack;
+  }
+  EXPECT_EQ(*planStack(ref, "spawn", twoTorches(), "/out", 1, "/sc").unsupported,
+            "the spawn stack runs a command that launches itself; the reference trainer needs a launcher");
+  EXPECT_EQ(*planStack(ref, "launch", twoTorches(), "/out", 1, "/sc").unsupported,
+            "torch.distributed.launch runs Python trainers; this scenario's trainer is not one");
+}
+
+// `faultline stacks` lists what each launcher offers, per install, newest first.
+TEST(LauncherOffers, AvailableStacksComeFromTheLaunchers) {
+  auto t = twoTorches();
+  t.torches[0].has_launch = false;
+  t.torches[1].trainer.clear();
+  t.torches.push_back({"/opt/bad/bin/python", "", "", "", "", false, "cannot run /opt/bad/bin/python"});
+  const auto stacks = availableStacks(t.torches, /*check=*/false);
+  std::vector<std::string> names;
+  for (const auto& a : stacks) names.push_back(a.name);
+  EXPECT_EQ(names, (Strings{"builtin@2.13", "torchrun@2.13", "launch@2.13", "spawn@2.13", "builtin@1.13", "torchrun@1.13",
+                            "launch@1.13", "spawn@1.13", "builtin", "torchrun", "launch", "spawn", "external"}));
+  EXPECT_EQ(stacks[0].program, "faultline's launcher; Python trainers on /opt/t2/bin/python; reference trainer /b/faultline-trainer-torch2.13");
+  EXPECT_EQ(stacks[1].program, "/opt/t2/bin/torchrun");
+  EXPECT_EQ(stacks[2].problem, "torch 2.13.0+cpu no longer ships torch.distributed.launch");
+  EXPECT_EQ(stacks[3].program, "/opt/t2/bin/python (torch.multiprocessing.spawn)");
+  EXPECT_EQ(stacks[4].problem, "Python trainers only: no reference trainer built against torch 1.13 (faultline-trainer-torch1.13)");
+  EXPECT_EQ(stacks[6].program, "/usr/bin/python3 -m torch.distributed.launch");
+  EXPECT_TRUE(stacks[6].problem.empty());
+  EXPECT_EQ(stacks[8].problem, "cannot run /opt/bad/bin/python");
+  EXPECT_EQ(stacks[12].program, "the scenario's own command");
+  EXPECT_TRUE(stacks[12].torch.empty());
+}
+
+}  // namespace
+}  // namespace faultline::launch
