@@ -33,6 +33,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-trainer: error: %s\n", ok.error().c_str());
     return 2;
   }
+  if (options->fault.kind != faultline::probe::FaultKind::kNone) {
+    // Kinds and points of the shim and the supervisor are not this trainer's to strike.
+    if (auto ok = faultline::probe::checkLayer(options->fault, faultline::probe::FaultLayer::kReferenceTrainer); !ok) {
+      std::fprintf(stderr, "faultline-trainer: error: %s\n", ok.error().c_str());
+      return 2;
+    }
+  }
   // No handler around the training: an exception nobody catches reaches
   // std::terminate without unwinding, as in any LibTorch program, which prints
   // its type and what() and aborts with the process group still up. Caught

@@ -8,6 +8,7 @@
 #include "harness/cli/observe.h"
 #include "harness/launch/run_layout.h"
 #include "harness/model/run_layout.h"
+#include "harness/probe/fault_spec.h"
 #include "reports/render.h"
 
 namespace faultline::cli {
@@ -39,6 +40,32 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     err << "faultline exec: --nproc must be >= 1 and times >= 0\n";
     return 2;
   }
+  // Scripted faults: the shim's go to every rank in FAULTLINE_FAULT, the
+  // supervisor's into the watch loop. One that no layer can strike is bad usage.
+  std::string shim_faults;
+  for (const std::string& text : opts.faults) {
+    auto spec = probe::parseFaultSpec(text);
+    if (spec) {
+      if (auto ok = probe::validateFaultSpec(*spec, so.launch.launcher == "builtin" ? so.launch.nproc : 1 << 20); !ok) {
+        spec = tl::unexpected(ok.error());
+      }
+    }
+    auto layer = spec ? probe::chooseLayer(*spec, false) : tl::unexpected(spec.error());
+    if (layer && *layer == probe::FaultLayer::kShim && opts.instruments.python_shim_dir.empty()) {
+      layer = tl::unexpected(std::string("the Python shim strikes it, and this run has none (--no-instrument, or no "
+                                         "shim found): give by=supervisor for a signal, or run with the shim"));
+    }
+    if (!layer) {
+      err << "faultline exec: --fault " << text << ": " << layer.error() << "\n";
+      return 2;
+    }
+    if (*layer == probe::FaultLayer::kSupervisor) {
+      so.outside_faults.push_back(*spec);
+    } else {
+      shim_faults += (shim_faults.empty() ? "" : ";") + spec->text();
+    }
+  }
+  if (!shim_faults.empty()) so.launch.env["FAULTLINE_FAULT"] = shim_faults;
   const RunLayout layout(so.out_dir);
   const auto wall_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();

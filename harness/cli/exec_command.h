@@ -22,6 +22,9 @@ struct ExecOptions {
   bool allow_cgroup = true;  // FAULTLINE_NO_CGROUP=1 forces the subreaper fallback
   launch::Instruments instruments;  // the black-box instruments; empty with --no-instrument
   FailOn fail_on = FailOn::kError;  // --fail-on: the least finding severity that fails the run
+  // --fault KIND:rank=R:step=N... (repeatable): scripted faults, struck by the
+  // Python shim inside the ranks or by the supervisor from outside (by=supervisor).
+  std::vector<std::string> faults;
 };
 
 // Runs the stack and writes OUT/report.json and OUT/supervisor.json. Returns

@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("--deadline", exec.deadline_s, "wall-clock limit of the run in seconds (0: none)");
   exec_cmd->add_option("--grace", exec.grace_s, "SIGTERM to SIGKILL grace in seconds");
   exec_cmd->add_option("-o,--out", exec.out_dir, "run directory");
+  exec_cmd->add_option("--fault", exec.faults,
+                       "a scripted fault, KIND:rank=R:step=N (or collective=K, op=OP[:nth=N], after=T; arg=X; "
+                       "by=supervisor), repeatable (docs/SCENARIOS.md)");
   bool exec_no_instrument = false;
   exec_cmd->add_flag("--no-instrument", exec_no_instrument,
                      "run the stack without the Python shim and the LD_PRELOAD interposer");

@@ -72,7 +72,7 @@ std::string exitText(const RankInput& r) {
   return "exit status unknown";
 }
 
-RankState classifyRank(const RankInput& r) {
+RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, bool peer_failed_first) {
   RankState st;
   st.in = &r;
   const Evidence* term = terminalError(r.errors);
@@ -113,8 +113,13 @@ RankState classifyRank(const RankInput& r) {
     st.cls = FailureClass::kCollateral;
     return st;
   }
-  // No text evidence: the exit status alone.
-  if (r.killed_by_teardown || (isTeardownSignal(r.signal) && *r.signal != "SIGKILL")) {
+  // No text evidence: the exit status alone. A termination signal is a
+  // teardown's, unless the rank ended before any teardown began and nobody on
+  // record sent it (another process, an operator, a scripted fault) and no
+  // peer had failed before it (a launcher stopping the rest sends SIGTERM
+  // unannounced): then it is a failure of its own.
+  const bool before_teardown = r.exit_ns && (!teardown_ns || *r.exit_ns < *teardown_ns) && !peer_failed_first;
+  if (r.killed_by_teardown || (isTeardownSignal(r.signal) && *r.signal != "SIGKILL" && !before_teardown)) {
     st.cls = FailureClass::kTeardown;
     return st;
   }
@@ -125,6 +130,9 @@ RankState classifyRank(const RankInput& r) {
     st.evidence.signal = *r.signal;
     st.evidence.type = *r.signal;
     if (*r.signal == "SIGKILL") st.evidence.note = "possible OOM kill (SIGKILL with no other evidence)";
+    if (isTeardownSignal(r.signal) && *r.signal != "SIGKILL") {
+      st.evidence.note = "sent by no teardown on record, before any began (another process, an operator or the rank itself)";
+    }
   } else {
     st.evidence.kind = Kind::kExitCode;
     st.evidence.exit_code = r.exit_code;
@@ -138,7 +146,22 @@ RankState classifyRank(const RankInput& r) {
 Analysis analyse(const RunInput& in) {
   Analysis a;
   a.in = &in;
-  for (const auto& [r, ri] : in.ranks) a.states[r] = classifyRank(ri);
+  // When the teardown began (the supervisor's, or the launcher's first signal
+  // it recorded): termination signals after it are the teardown's.
+  std::optional<int64_t> teardown_ns;
+  if (in.supervisor) {
+    const auto& td = in.supervisor->teardown;
+    if (td.started_ns > 0) teardown_ns = td.started_ns;
+    for (const auto& s : td.signals) teardown_ns = teardown_ns ? std::min(*teardown_ns, s.t_ns) : s.t_ns;
+  }
+  for (const auto& [r, ri] : in.ranks) {
+    bool peer_failed_first = false;
+    for (const auto& [o, other] : in.ranks) {
+      const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
+      peer_failed_first = peer_failed_first || (o != r && failed && other.exit_ns && ri.exit_ns && *other.exit_ns < *ri.exit_ns);
+    }
+    a.states[r] = classifyRank(ri, teardown_ns, peer_failed_first);
+  }
   for (const auto& [r, st] : a.states) {
     if (st.cls == FailureClass::kPrimary) a.primaries.push_back(r);
     a.any_failure = a.any_failure || st.cls != FailureClass::kNone;

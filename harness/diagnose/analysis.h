@@ -50,7 +50,8 @@ struct Analysis {
 
 // Classifies every rank of `in`. The Analysis points into `in`: keep it alive.
 Analysis analyse(const RunInput& in);
-RankState classifyRank(const RankInput& r);
+RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns = std::nullopt,
+                        bool peer_failed_first = false);
 
 // Milliseconds since the run started (0 when no start is known).
 double msSinceStart(const Analysis& a, int64_t t_ns);

@@ -168,9 +168,19 @@ std::optional<Candidate> exitBeforeRendezvous(const Analysis& a) {
 
 std::optional<Candidate> hungCollective(const Analysis& a) {
   if (!(a.any_failure || a.trigger_hang)) return std::nullopt;
-  const auto h = findHungCollective(a.logs);
+  auto h = findHungCollective(a.logs);
   if (!h) return std::nullopt;
   const RunInput& in = *a.in;
+  auto hung = *h;
+  // Every rank entered it, but the supervisor found one the kernel had stopped
+  // (SIGSTOP, a freeze): that one cannot finish its part.
+  if (!hung.rank && in.supervisor && in.supervisor->trigger.kind == TriggerKind::kHang && in.supervisor->trigger.rank &&
+      in.supervisor->trigger.detail.find("stopped") != std::string::npos) {
+    hung.rank = in.supervisor->trigger.rank;
+    hung.detail += "; rank " + std::to_string(*hung.rank) + " is stopped (" + in.supervisor->trigger.detail + ")";
+    std::erase(hung.waiting, *hung.rank);
+  }
+  h = hung;
   RootCause c = rootFromCollective(*h);
   std::string where;
   if (h->rank && in.ranks.count(*h->rank)) {
@@ -322,6 +332,9 @@ std::optional<Candidate> noProgress(const Analysis& a) {
   c.kind = Kind::kTimeout;
   c.summary = std::string(in.supervisor->trigger.kind == TriggerKind::kDeadline ? "deadline reached" : "no progress") +
               (in.supervisor->trigger.detail.empty() ? "" : ": " + in.supervisor->trigger.detail);
+  // The supervisor named the rank that cannot move (one the kernel stopped).
+  c.rank = in.supervisor->trigger.rank;
+  if (c.rank) c.summary = "rank " + std::to_string(*c.rank) + ": " + c.summary;
   for (const auto& [r, ri] : in.ranks) {
     if (const PyFrame* f = userFrame(ri.stacks)) {
       c.layers.push_back({"process", "rank " + std::to_string(r) + " at " + baseName(f->file) + ":" +

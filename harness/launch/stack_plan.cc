@@ -42,7 +42,7 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 }  // namespace
 
 std::vector<std::string> faultArgs(const scenario::Scenario& s) {
-  if (!s.fault || s.fault->kind.empty()) return {};
+  if (!s.fault || s.fault->kind.empty() || s.fault->by != "trainer") return {};
   std::vector<std::string> out = {"--fault", s.fault->kind, "--fault-rank",
                                   s.fault->rankList(), "--fault-step",
                                   std::to_string(s.fault->step)};
@@ -133,6 +133,15 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   if (python_trainer && torch) trainer[0] = torch->python;
   LaunchOptions& l = plan.launch;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
+  if (s.fault && !s.fault->kind.empty()) {
+    // The reference trainer takes its fault as --fault flags (faultArgs); in a
+    // command trainer the Python shim strikes it, read from FAULTLINE_FAULT.
+    if (s.fault->by == "supervisor") {
+      plan.outside_faults.push_back(s.fault->toSpec());
+    } else if (!reference) {
+      l.env["FAULTLINE_FAULT"] = s.fault->spec();
+    }
+  }
   l.instruments = tools.instruments;
   PlanInput in;
   in.scenario = &s;

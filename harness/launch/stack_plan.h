@@ -26,6 +26,8 @@ struct StackPlan {
   std::string stack;              // the stack as resolved, for the report: "torchrun@2.13", "builtin", ...
   std::string torch;              // the torch version it runs ("2.13.0+cpu"); "" none
   LaunchOptions launch;           // what to start
+  // Faults the supervisor strikes from outside the ranks ([fault] by = "supervisor").
+  std::vector<probe::FaultSpec> outside_faults;
   std::optional<std::string> unsupported;  // set: do not run, report unsupported with this reason
 };
 

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstdio>
+#include <iterator>
 #include <utility>
 
 namespace faultline::probe {
 namespace {
 
-constexpr std::array<std::pair<FaultKind, std::string_view>, 17> kNames{{
+constexpr std::array<std::pair<FaultKind, std::string_view>, 21> kNames{{
     {FaultKind::kNone, "none"},
     {FaultKind::kUndefinedSymbol, "undefined_symbol"},
     {FaultKind::kCppException, "cpp_exception"},
@@ -27,7 +29,27 @@ constexpr std::array<std::pair<FaultKind, std::string_view>, 17> kNames{{
     {FaultKind::kConcurrentWrites, "concurrent_writes"},
     {FaultKind::kStraggler, "straggler"},
     {FaultKind::kRendezvousFailure, "rendezvous_failure"},
+    {FaultKind::kException, "exception"},
+    {FaultKind::kSigterm, "sigterm"},
+    {FaultKind::kSigstop, "sigstop"},
+    {FaultKind::kFreeze, "freeze"},
 }};
+
+using K = FaultKind;
+// What each layer strikes (the table of docs/SCENARIOS.md).
+constexpr K kTrainerKinds[] = {K::kUndefinedSymbol, K::kCppException, K::kExceptionInThread, K::kSegfault,
+                               K::kAbort, K::kSigkill, K::kExit, K::kOom, K::kHungCollective,
+                               K::kCollectiveMismatch, K::kSeedMismatch, K::kUnshardedData, K::kUnsyncedMetrics,
+                               K::kConcurrentWrites, K::kStraggler, K::kRendezvousFailure};
+constexpr K kShimKinds[] = {K::kException, K::kExit, K::kSigkill, K::kSegfault, K::kAbort, K::kSigterm,
+                            K::kSigstop, K::kHungCollective, K::kCollectiveMismatch, K::kStraggler,
+                            K::kSeedMismatch, K::kUnshardedData};
+constexpr K kSupervisorKinds[] = {K::kSigkill, K::kSegfault, K::kAbort, K::kSigterm, K::kSigstop, K::kFreeze};
+
+template <size_t N>
+bool contains(const K (&kinds)[N], K k) {
+  return std::find(std::begin(kinds), std::end(kinds), k) != std::end(kinds);
+}
 
 template <class T>
 bool parseNumber(std::string_view s, T& out) {
@@ -66,6 +88,7 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
   FaultSpec spec;
   size_t pos = 0;
   bool first = true;
+  bool step_given = false;
   while (pos <= text.size()) {
     size_t colon = text.find(':', pos);
     std::string_view part = text.substr(pos, colon == std::string_view::npos ? std::string_view::npos : colon - pos);
@@ -108,19 +131,135 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
           std::sort(spec.ranks.begin(), spec.ranks.end());
         }
       } else if (key == "step") {
+        step_given = true;
         if (!parseNumber(value, spec.step) || spec.step < 1) {
           return tl::unexpected("bad fault step '" + std::string(value) + "', expected an integer >= 1");
         }
       } else if (key == "arg") {
         spec.arg = std::string(value);
+      } else if (key == "collective") {
+        long k = -1;
+        if (!parseNumber(value, k) || k < 0) {
+          return tl::unexpected("bad fault collective '" + std::string(value) + "', expected a collective number >= 0 (the seq of the rank's events)");
+        }
+        spec.collective = k;
+      } else if (key == "op") {
+        if (value.empty()) return tl::unexpected(std::string("bad fault op '', expected an op such as allreduce or broadcast"));
+        spec.op = std::string(value);
+      } else if (key == "nth") {
+        if (!parseNumber(value, spec.nth) || spec.nth < 1) {
+          return tl::unexpected("bad fault nth '" + std::string(value) + "', expected an integer >= 1");
+        }
+      } else if (key == "after") {
+        double t = -1;
+        if (!parseNumber(value, t) || !(t >= 0) || t > 1e9) {
+          return tl::unexpected("bad fault time after='" + std::string(value) + "', expected seconds >= 0");
+        }
+        spec.after_s = t;
+      } else if (key == "by") {
+        if (value != "trainer" && value != "supervisor") {
+          return tl::unexpected("bad fault by='" + std::string(value) + "', expected trainer or supervisor");
+        }
+        spec.by = std::string(value);
       } else {
-        return tl::unexpected("unknown fault option '" + std::string(key) + "', expected rank, step or arg");
+        return tl::unexpected("unknown fault option '" + std::string(key) +
+                              "', expected rank, step, collective, op, nth, after, arg or by");
       }
     }
     if (colon == std::string_view::npos) break;
     pos = colon + 1;
   }
+  const int points = step_given + spec.collective.has_value() + !spec.op.empty() + spec.after_s.has_value();
+  if (points > 1) return tl::unexpected(std::string("a fault strikes at one point, expected one of step, collective, op or after"));
+  if (spec.nth != 1 && spec.op.empty()) return tl::unexpected(std::string("nth counts the calls of an op, expected op=OP with it"));
   return spec;
+}
+
+std::string FaultSpec::text() const {
+  std::string s = std::string(faultKindName(kind)) + ":rank=" + rankList(ranks);
+  if (collective) {
+    s += ":collective=" + std::to_string(*collective);
+  } else if (!op.empty()) {
+    s += ":op=" + op + (nth != 1 ? ":nth=" + std::to_string(nth) : "");
+  } else if (after_s) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", *after_s);
+    s += std::string(":after=") + buf;
+  } else {
+    s += ":step=" + std::to_string(step);
+  }
+  if (!arg.empty()) s += ":arg=" + arg;
+  return s;
+}
+
+std::string FaultSpec::point() const {
+  if (collective) return "collective #" + std::to_string(*collective);
+  if (!op.empty()) return op + " call " + std::to_string(nth);
+  if (after_s) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%g s after start", *after_s);
+    return buf;
+  }
+  return "step " + std::to_string(step);
+}
+
+std::string_view faultLayerName(FaultLayer l) {
+  switch (l) {
+    case FaultLayer::kReferenceTrainer: return "the reference trainer";
+    case FaultLayer::kShim: return "the Python shim";
+    case FaultLayer::kSupervisor: return "the supervisor";
+  }
+  return "?";
+}
+
+bool layerStrikes(FaultLayer l, FaultKind k) {
+  switch (l) {
+    case FaultLayer::kReferenceTrainer: return contains(kTrainerKinds, k);
+    case FaultLayer::kShim: return contains(kShimKinds, k);
+    case FaultLayer::kSupervisor: return contains(kSupervisorKinds, k);
+  }
+  return false;
+}
+
+std::string layersOf(FaultKind k) {
+  std::string out;
+  for (FaultLayer l : {FaultLayer::kReferenceTrainer, FaultLayer::kShim, FaultLayer::kSupervisor}) {
+    if (layerStrikes(l, k)) out += (out.empty() ? "" : ", ") + std::string(faultLayerName(l));
+  }
+  return out.empty() ? "none" : out;
+}
+
+tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer layer) {
+  const std::string kind(faultKindName(spec.kind));
+  if (!layerStrikes(layer, spec.kind)) {
+    return tl::unexpected(kind + " is not a fault " + std::string(faultLayerName(layer)) + " strikes (" + kind +
+                          " is struck by: " + layersOf(spec.kind) + ")");
+  }
+  if (layer == FaultLayer::kReferenceTrainer && !spec.atStep()) {
+    return tl::unexpected("the reference trainer strikes at a step, not at " + spec.point() + ", expected step = N");
+  }
+  if (layer == FaultLayer::kSupervisor && !spec.op.empty()) {
+    return tl::unexpected("the supervisor sees a rank's collectives by number, not by op: expected collective = K, "
+                          "step = N or after_s = T, not op = \"" + spec.op + "\"");
+  }
+  return {};
+}
+
+tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, bool reference_trainer) {
+  const FaultLayer own = reference_trainer ? FaultLayer::kReferenceTrainer : FaultLayer::kShim;
+  const auto in_trainer = checkLayer(spec, own);
+  const auto outside = checkLayer(spec, FaultLayer::kSupervisor);
+  if (spec.by.empty() && !in_trainer && !outside) {
+    return tl::unexpected(in_trainer.error() + "; and " + outside.error());
+  }
+  std::string by = spec.by;
+  if (by.empty()) by = in_trainer ? "trainer" : "supervisor";
+  const auto& ok = by == "trainer" ? in_trainer : outside;
+  if (!ok) {
+    return tl::unexpected(ok.error() + (reference_trainer ? "" : "; a command trainer is struck by the Python shim (a "
+                                                                 "Python trainer) or by the supervisor (by=supervisor)"));
+  }
+  return by == "trainer" ? own : FaultLayer::kSupervisor;
 }
 
 bool FaultSpec::targets(int r) const {

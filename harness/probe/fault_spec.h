@@ -17,7 +17,19 @@ enum class FaultKind {
   kNone, kUndefinedSymbol, kCppException, kExceptionInThread, kSegfault, kAbort, kSigkill, kExit,
   kOom, kHungCollective, kCollectiveMismatch, kSeedMismatch, kUnshardedData, kUnsyncedMetrics,
   kConcurrentWrites, kStraggler, kRendezvousFailure,
+  // Struck in any trainer: by the Python shim (exception) or from outside by
+  // the supervisor (freeze); sigterm and sigstop by either.
+  kException, kSigterm, kSigstop, kFreeze,
 };
+
+// Who strikes a fault (docs/SCENARIOS.md, "Faults by layer"): the reference
+// trainer itself, the Python shim inside an unmodified trainer, or the
+// supervisor from outside the rank (a signal, a freeze).
+enum class FaultLayer { kReferenceTrainer, kShim, kSupervisor };
+std::string_view faultLayerName(FaultLayer l);
+bool layerStrikes(FaultLayer l, FaultKind k);
+// "reference trainer: ..., shim: ..." for error messages.
+std::string layersOf(FaultKind k);
 
 struct FaultSpec {
   FaultKind kind = FaultKind::kNone;
@@ -26,6 +38,22 @@ struct FaultSpec {
   std::vector<int> ranks;
   long step = 1;      // global step, counted from 1
   std::string arg;    // variant or value; empty means the kind's default
+  // Other points than a step (the shim, the supervisor): collective #K (the
+  // seq of the rank's events, from 0), the nth call of op OP, or T seconds
+  // after the run started. At most one of them; none: `step`.
+  std::optional<long> collective;
+  std::string op;
+  long nth = 1;
+  std::optional<double> after_s;
+  // "trainer" (the reference trainer or the shim), "supervisor", or "": the
+  // layer's default (scenario.cc, exec).
+  std::string by;
+
+  bool atStep() const { return !collective && op.empty() && !after_s; }
+  // The FAULTLINE_FAULT form: "KIND:rank=R:step=S[:arg=X]" or with the point it has.
+  std::string text() const;
+  // "step 3", "collective #5", "allreduce call 2", "2.5 s after start".
+  std::string point() const;
 
   bool targets(int r) const;
   bool firesAt(int r, long s) const { return targets(r) && s == step; }
@@ -42,5 +70,13 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text);
 std::string rankList(const std::vector<int>& ranks);
 // Checks each rank against the world size and the arg against the kind's variants.
 tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int world_size);
+// Whether `layer` can strike this fault at its point: the kind (layerStrikes)
+// and the point (the reference trainer: steps; the supervisor: steps,
+// collectives and times, from the rank's events; the shim: all).
+tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer layer);
+// The layer that strikes `spec` in a trainer: spec.by, or by default the
+// trainer's own (the reference trainer, else the Python shim) when it can,
+// else the supervisor when it can. An error says why none can.
+tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, bool reference_trainer);
 
 }  // namespace faultline::probe

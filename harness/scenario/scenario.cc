@@ -367,8 +367,77 @@ void parseInject(Checker& c, const toml::table& t, const Stack& stack, Fault& f)
   f.inject = *text;
 }
 
+// collective, op (with nth) or after_s instead of step: one point at most.
+void parseFaultPoint(Checker& c, const toml::table& t, Fault& f) {
+  if (auto k = c.integer(t, "collective", "fault")) {
+    if (*k < 0) c.error(t.get("collective")->source(), "fault.collective: " + std::to_string(*k) + " is impossible, expected a collective number >= 0 (the seq of the rank's events)");
+    f.collective = static_cast<long>(*k);
+  }
+  if (auto op = c.str(t, "op", "fault")) {
+    if (op->empty()) c.error(t.get("op")->source(), "fault.op: empty, expected an op such as \"allreduce\" or \"broadcast\"");
+    f.op = *op;
+  }
+  if (auto n = c.integer(t, "nth", "fault")) {
+    if (*n < 1) c.error(t.get("nth")->source(), "fault.nth: " + std::to_string(*n) + " is impossible, expected a call number >= 1");
+    if (!t.get("op")) c.error(t.get("nth")->source(), "fault.nth: counts the calls of an op, expected op = \"OP\" with it");
+    f.nth = static_cast<long>(*n);
+  }
+  if (auto a = c.number(t, "after_s", "fault")) {
+    if (!(*a >= 0) || !std::isfinite(*a)) c.error(t.get("after_s")->source(), "fault.after_s: impossible, expected seconds >= 0");
+    f.after_s = *a;
+  }
+  int points = 0;
+  const toml::node* second = nullptr;
+  for (const char* key : {"step", "collective", "op", "after_s"}) {
+    if (const toml::node* n = t.get(key)) {
+      if (++points == 2) second = n;
+    }
+  }
+  if (second && !c.failed()) {
+    c.error(second->source(), "[fault]: a fault strikes at one point, expected one of step, collective, op or after_s");
+  }
+}
+
+// Who strikes the fault: `by`, or by default the trainer's own layer (the
+// reference trainer, or the Python shim in a Python `command` trainer), else
+// the supervisor when it can. A fault no layer can strike here is bad input.
+void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
+  using probe::FaultLayer;
+  const bool reference = stack.trainer == "reference";
+  std::string by;
+  if (auto v = c.str(t, "by", "fault")) {
+    if (*v != "trainer" && *v != "supervisor") {
+      c.error(t.get("by")->source(), "fault.by: unknown '" + *v + "', expected trainer or supervisor");
+      return;
+    }
+    by = *v;
+  }
+  f.by = by;
+  const auto layer = probe::chooseLayer(f.toSpec(), reference);
+  if (!layer) {
+    const toml::node* at = t.get("by") ? t.get("by") : t.get("kind");
+    c.error(at->source(), "[fault]: " + layer.error());
+    return;
+  }
+  by = *layer == FaultLayer::kSupervisor ? "supervisor" : "trainer";
+  const probe::FaultSpec spec = f.toSpec();
+  f.by = by;
+  // A step past the run's last never comes: the reference trainer's --steps is known.
+  if (reference && spec.atStep() && by == "trainer") {
+    long steps = 20;
+    for (size_t i = 0; i + 1 < stack.args.size(); ++i) {
+      if (stack.args[i] == "--steps") steps = std::strtol(stack.args[i + 1].c_str(), nullptr, 10);
+    }
+    if (steps > 0 && f.step > steps) {
+      c.error(t.get("step") ? t.get("step")->source() : t.source(),
+              "fault.step: " + std::to_string(f.step) + " is past the run's last step (" + std::to_string(steps) +
+                  ", from --steps), expected a step in 1.." + std::to_string(steps));
+    }
+  }
+}
+
 void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
-  c.onlyKeys(t, {"kind", "rank", "step", "arg", "inject"}, "[fault]");
+  c.onlyKeys(t, {"kind", "rank", "step", "collective", "op", "nth", "after_s", "arg", "by", "inject"}, "[fault]");
   parseInject(c, t, stack, f);
   auto kind = c.str(t, "kind", "fault");
   if (!kind && !c.failed() && f.inject.empty()) {
@@ -376,7 +445,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
   }
   if (!kind && !c.failed()) {
     // rank, step and arg place a `kind` fault; an inject spec carries its own rank.
-    for (const char* key : {"rank", "step", "arg"}) {
+    for (const char* key : {"rank", "step", "collective", "op", "nth", "after_s", "arg", "by"}) {
       if (const toml::node* n = t.get(key)) {
         c.error(n->source(), std::string("fault.") + key + ": applies to fault.kind, which is not set; an inject "
                                                           "spec takes its rank inside, as in \"write:ENOSPC:rank=1\"");
@@ -436,10 +505,12 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
       c.error(a->source(), "fault.arg: expected a string or an integer, got " + Checker::typeName(*a));
     }
   }
+  parseFaultPoint(c, t, f);
   if (!c.failed() && kind) {
-    probe::FaultSpec spec{*probe::faultKindFromName(*kind), f.ranks, f.step, f.arg};
+    const probe::FaultSpec spec = f.toSpec();
     if (auto ok = probe::validateFaultSpec(spec, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
   }
+  if (!c.failed() && kind) chooseFaultLayer(c, t, stack, f);
 }
 
 void parseLimits(Checker& c, const toml::table& t, Limits& l) {
@@ -556,13 +627,21 @@ std::string SourcePos::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
 
-std::string Fault::spec() const {
-  std::string s = kind;
-  s += ":rank=" + rankList();
-  s += ":step=" + std::to_string(step);
-  if (!arg.empty()) s += ":arg=" + arg;
-  return s;
+probe::FaultSpec Fault::toSpec() const {
+  probe::FaultSpec f;
+  f.kind = probe::faultKindFromName(kind).value_or(probe::FaultKind::kNone);
+  f.ranks = ranks;
+  f.step = step;
+  f.arg = arg;
+  f.collective = collective;
+  f.op = op;
+  f.nth = nth;
+  f.after_s = after_s;
+  f.by = by;
+  return f;
 }
+
+std::string Fault::spec() const { return toSpec().text(); }
 
 std::string Fault::rankList() const { return probe::rankList(ranks); }
 

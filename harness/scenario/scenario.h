@@ -11,6 +11,7 @@
 
 #include "harness/model/error.h"
 #include "harness/model/torch_version.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::scenario {
 
@@ -42,8 +43,19 @@ struct Fault {
   // grammar ("write:ENOSPC:rank=1:after=100"); given to every process of the
   // run as FAULTLINE_INJECT. Empty: none.
   std::string inject;
-  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X" (rank "0,2" or "all").
+  // Other points than a step (the shim and the supervisor strike there):
+  // collective #K, the nth call of op, T seconds after start.
+  std::optional<long> collective;
+  std::string op;
+  long nth = 1;
+  std::optional<double> after_s;
+  // Who strikes it, resolved when the file is read (`by`, or the default for
+  // the trainer): the reference trainer or the Python shim ("trainer"), or
+  // the supervisor from outside the rank ("supervisor"). Empty: no kind.
+  std::string by;
+  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X" (rank "0,2" or "all"), or with its other point.
   std::string spec() const;
+  probe::FaultSpec toSpec() const;
   // The --fault-rank value: "1", "0,2" or "all".
   std::string rankList() const;
 };

@@ -22,6 +22,25 @@ std::string secondsPoint(double s) {
 
 }  // namespace
 
+std::vector<OutsideFault> outsideFaults(const std::vector<probe::FaultSpec>& specs) {
+  std::vector<OutsideFault> out;
+  for (const auto& s : specs) {
+    OutsideFault f;
+    f.kind = std::string(probe::faultKindName(s.kind));
+    f.ranks = s.ranks;
+    if (s.collective) {
+      f.collective = *s.collective;
+    } else if (s.after_s) {
+      f.after_s = *s.after_s;
+    } else {
+      f.step = s.step;
+    }
+    f.rule = s.text();
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 bool isOutsideFaultKind(std::string_view kind) { return outsideFaultSignal(kind) != 0; }
 
 int outsideFaultSignal(std::string_view kind) {

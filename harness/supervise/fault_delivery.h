@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/probe/fault_spec.h"
+
 namespace faultline::supervise {
 
 struct OutsideFault {
@@ -39,6 +41,10 @@ struct Strike {
   std::string point;            // "step 3", "collective #5", "2.5 s after start"
   std::string rule;
 };
+
+// The supervisor's part of scripted faults (probe::FaultSpec with by =
+// "supervisor"), each with its spec as written for the fault event.
+std::vector<OutsideFault> outsideFaults(const std::vector<probe::FaultSpec>& specs);
 
 class FaultDelivery {
  public:

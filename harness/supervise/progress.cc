@@ -54,7 +54,7 @@ namespace {
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
   std::optional<std::string> ev, op, patch, error;
-  std::optional<int64_t> rank, seq, t;
+  std::optional<int64_t> rank, seq, t, step;
   std::optional<bool> applied;
   bool top_level_object = false;
 
@@ -105,6 +105,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "rank") rank = v;
     if (key_ == "seq") seq = v;
     if (key_ == "t") t = v;
+    if (key_ == "step") step = v;
     return true;
   }
   bool nested() {
@@ -118,6 +119,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "rank") rank.reset();
     if (key_ == "seq") seq.reset();
     if (key_ == "t") t.reset();
+    if (key_ == "step") step.reset();
     if (key_ == "patch") patch.reset();
     if (key_ == "error") error.reset();
     if (key_ == "applied") applied.reset();
@@ -128,15 +130,18 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
 
 }  // namespace
 
-void CollectiveTracker::onLine(int file_rank, std::string_view line) {
-  if (line.empty()) return;
+LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
+  LineFields out;
+  out.rank = file_rank;
+  if (line.empty()) return out;
   EventFields f;
   const bool ok = nlohmann::json::sax_parse(line.begin(), line.end(), &f);
   if (!ok || !f.top_level_object || !f.ev) {
     ++malformed_;
-    return;
+    return out;
   }
   const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
+  out = {rank, *f.ev, f.step, f.seq};
   seen_.insert(rank);
   if (*f.ev == "instrument" && f.patch && f.applied && patchFeeds(*f.patch, ShimEvidence::kCollectives)) {
     // A rank whose collectives the shim could not wrap may be in one unseen.
@@ -146,10 +151,10 @@ void CollectiveTracker::onLine(int file_rank, std::string_view line) {
       untraced_[rank][*f.patch] = f.error.value_or("no reason given");
     }
     if (untraced_[rank].empty()) untraced_.erase(rank);
-    return;
+    return out;
   }
   const bool begin = *f.ev == "collective_begin";
-  if (!begin && *f.ev != "collective_end") return;
+  if (!begin && *f.ev != "collective_end") return out;
   OpenCollective c;
   if (f.op) c.op = *f.op;
   if (f.seq) c.seq = *f.seq;
@@ -160,6 +165,7 @@ void CollectiveTracker::onLine(int file_rank, std::string_view line) {
     open_.erase(rank);
     last_ended_[rank] = c;
   }
+  return out;
 }
 
 bool CollectiveTracker::anyInCollective() const { return !open_.empty(); }

@@ -37,10 +37,19 @@ struct OpenCollective {
 };
 
 // Pure: fed event lines, answers which ranks are waiting in which collective.
+// The fields of one event line the supervisor acts on besides collectives.
+struct LineFields {
+  int rank = -1;
+  std::string ev;                // "" for a malformed line
+  std::optional<int64_t> step;   // step_begin / step_end
+  std::optional<int64_t> seq;    // collective_begin / collective_end
+};
+
 class CollectiveTracker {
  public:
   // A JSON line of CONTRACT.md section 3; malformed lines are counted and ignored.
-  void onLine(int file_rank, std::string_view line);
+  // Returns the line's fields (fault delivery watches steps and collectives).
+  LineFields onLine(int file_rank, std::string_view line);
   bool instrumented() const { return !seen_.empty(); }
   bool anyInCollective() const;
   // Some rank's collectives are not all traced (a shim patch failed there):

@@ -10,6 +10,7 @@
 #include "harness/model/error.h"
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::supervise {
 
@@ -30,6 +31,9 @@ struct SuperviseOptions {
   bool allow_proc_connector = true;  // external mode; false forces the 100 ms rescan + pidfd path
   bool gdb_stacks = true;          // native stack dumps (eu-stack, else gdb) of stuck ranks on hang/deadline
   double gdb_timeout_s = 5;
+  // Scripted faults struck from outside the ranks (fault_delivery.h): a signal
+  // or a freeze at a step, a collective or a time.
+  std::vector<probe::FaultSpec> outside_faults;
 };
 
 struct SupervisedRun {

@@ -3,6 +3,7 @@
 #include "harness/supervise/watch_loop.h"
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -13,6 +14,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/launch/clock.h"
 #include "harness/supervise/proc_fs.h"
@@ -38,7 +41,9 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       hang_timer_(io_),
       deadline_timer_(io_),
       scan_timer_(io_),
-      allowance_timer_(io_) {
+      allowance_timer_(io_),
+      fault_timer_(io_),
+      faults_(outsideFaults(opts.outside_faults)) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
   signals_.add(SIGCHLD);
   signals_.add(SIGINT);
@@ -122,6 +127,7 @@ Result<void> WatchLoop::start() {
     });
   }
   if (opts_.hang_timeout_s > 0) armHangTimer(start_mono_ + seconds(opts_.hang_timeout_s));
+  armFaultTimer();
   // Exits that happened during the spawn loop raised SIGCHLD already; reap them now.
   reapChildren();
   return {};
@@ -351,11 +357,76 @@ void WatchLoop::onInotify(size_t bytes) {
 void WatchLoop::readEvents(int rank) {
   auto it = followers_.find(rank);
   if (it == followers_.end()) return;
-  size_t n = it->second.readNew([&](std::string_view line) { tracker_.onLine(rank, line); });
+  size_t n = it->second.readNew([&](std::string_view line) {
+    const LineFields f = tracker_.onLine(rank, line);
+    if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
+  });
   if (n > 0) {
     shownLife(rank);
     progress(true);
+    deliverFaults();
   }
+}
+
+void WatchLoop::deliverFaults() {
+  if (faults_.empty() || in_teardown_ || stop_main_) return;
+  std::set<int> running;
+  for (const auto& r : ranks_) {
+    if (!r->finished) running.insert(r->rank);
+  }
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_mono_).count();
+  for (const Strike& s : faults_.due(elapsed, running)) {
+    RankState* target = nullptr;
+    for (auto& r : ranks_) {
+      if (r->rank == s.rank && !r->finished) target = r.get();
+    }
+    if (!target) continue;
+    // The truth goes into the rank's own events first, beside what the stack does about it.
+    nlohmann::json ev = {{"t", launch::realtimeNs()}, {"rank", s.rank}, {"pid", target->pid}, {"ev", "fault"},
+                         {"kind", s.kind},   {"step", s.step ? nlohmann::json(*s.step) : nlohmann::json(nullptr)},
+                         {"point", s.point}, {"source", "supervisor"}, {"rule", s.rule}};
+    const std::string line = ev.dump() + "\n";
+    if (int fd = ::open(layout_.rankEvents(s.rank).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); fd >= 0) {
+      if (::write(fd, line.data(), line.size()) < 0) note("fault event for rank " + std::to_string(s.rank) + " not written");
+      ::close(fd);
+    }
+    std::vector<pid_t> targets = {target->pid};
+    if (s.whole_group) {
+      // A freeze: the rank and every process under it (DataLoader workers, its own children).
+      for (pid_t p : descendantsOf(target->pid)) targets.push_back(p);
+    }
+    for (pid_t p : targets) ::kill(p, s.signal);
+    timeline(s.rank, "fault " + s.kind + " struck by the supervisor at " + s.point);
+  }
+}
+
+void WatchLoop::armFaultTimer() {
+  const auto next = faults_.nextTime();
+  if (!next) return;
+  fault_timer_.expires_at(start_mono_ + seconds(*next));
+  fault_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    deliverFaults();
+    // A time fault also strikes ranks that appear later (external launchers).
+    const auto again = faults_.nextTime();
+    if (again && !stop_main_) {
+      fault_timer_.expires_after(std::chrono::milliseconds(100));
+      fault_timer_.async_wait([this](const boost::system::error_code& e) {
+        if (!e) armFaultTimer();
+      });
+    }
+  });
+}
+
+// Ranks the kernel has stopped (SIGSTOP, a freeze, a debugger): they cannot
+// make progress whatever they were doing, in a traced collective or not.
+std::vector<int> WatchLoop::stoppedRanks() const {
+  std::vector<int> out;
+  for (const auto& r : ranks_) {
+    if (r->finished) continue;
+    if (auto st = readStat(r->pid); st && (st->state == 'T' || st->state == 't')) out.push_back(r->rank);
+  }
+  return out;
 }
 
 // The harness creates and truncates the files itself, which inotify reports
@@ -435,6 +506,15 @@ void WatchLoop::onHangTimer() {
     }
   }
   const bool shutdown_hang = !finished.empty() && !stuck.empty();
+  if (const auto stopped = stoppedRanks(); !stopped.empty()) {
+    std::string which;
+    for (int r : stopped) which += (which.empty() ? "" : ",") + std::to_string(r);
+    setTrigger(TriggerKind::kHang, stopped.front(),
+               "rank(s) " + which + " stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for " +
+                   std::to_string(static_cast<int64_t>(opts_.hang_timeout_s * 1000)) + " ms");
+    stop_main_ = true;
+    return;
+  }
   // External mode before any rank exists (torchrun still importing torch):
   // the launcher's own silence is no hang of ranks; the deadline bounds it.
   // With a rank whose collectives the shim could not trace, nobody being in

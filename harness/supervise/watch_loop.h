@@ -25,6 +25,7 @@
 #include "harness/launch/run_layout.h"
 #include "harness/model/outcome.h"
 #include "harness/supervise/containment.h"
+#include "harness/supervise/fault_delivery.h"
 #include "harness/supervise/leak_check.h"
 #include "harness/supervise/proc_events.h"
 #include "harness/supervise/progress.h"
@@ -96,6 +97,11 @@ class WatchLoop {
   void readEvents(int rank);
   void armHangTimer(Clock::time_point at);
   void onHangTimer();
+  std::vector<int> stoppedRanks() const;
+  // Scripted faults from outside (fault_delivery.h): strike what is due, and
+  // wake for the next time point.
+  void deliverFaults();
+  void armFaultTimer();
   bool ranksStillStarting();
   void shownLife(int rank);
   void outputSeen(int rank, const std::string& stream);
@@ -138,6 +144,8 @@ class WatchLoop {
   asio::steady_timer deadline_timer_;
   asio::steady_timer scan_timer_;
   asio::steady_timer allowance_timer_;
+  asio::steady_timer fault_timer_;
+  FaultDelivery faults_;
   std::map<int, Watch> watches_;                       // inotify wd -> what
   std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
 

@@ -141,7 +141,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
             "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks, torch");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
-            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, arg, inject");
+            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, collective, op, nth, after_s, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
             "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s");
 }

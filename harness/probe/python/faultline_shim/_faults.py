@@ -58,7 +58,8 @@ _AT_COLLECTIVE = {"hung_collective", "collective_mismatch"}
 
 
 class Fault:
-    __slots__ = ("kind", "ranks", "step", "collective", "op", "nth", "after", "arg", "spec", "fired", "due", "calls")
+    __slots__ = ("kind", "ranks", "step", "collective", "op", "nth", "after", "arg", "by", "spec", "fired", "due",
+                 "calls")
 
     def __init__(self, spec):
         self.spec = spec
@@ -70,6 +71,7 @@ class Fault:
         self.nth = 1
         self.after = None
         self.arg = ""
+        self.by = "trainer"  # "supervisor": the harness strikes it from outside, not the shim
         self.fired = False
         self.due = False   # its step or time came: strike at the next collective
         self.calls = 0     # matching collective calls seen
@@ -127,8 +129,12 @@ def parse(text):
                     raise ValueError("%s: after=%s: expected seconds" % (spec, value)) from None
             elif key == "arg":
                 f.arg = value
+            elif key == "by":
+                if value not in ("trainer", "supervisor"):
+                    raise ValueError("%s: by=%s: expected trainer or supervisor" % (spec, value))
+                f.by = value
             else:
-                raise ValueError("%s: unknown key '%s', expected rank, step, collective, op, nth, after or arg" % (spec, key))
+                raise ValueError("%s: unknown key '%s', expected rank, step, collective, op, nth, after, arg or by" % (spec, key))
         if sum(x is not None for x in (f.step, f.collective, f.op, f.after)) > 1:
             raise ValueError("%s: give one point: step, collective, op or after" % spec)
         if f.nth != 1 and f.op is None:
@@ -156,7 +162,7 @@ def arm(rank):
     text = os.environ.get("FAULTLINE_FAULT", "")
     if not text:
         return
-    mine = [f for f in parse(text) if f.ranks is None or rank in f.ranks]
+    mine = [f for f in parse(text) if (f.ranks is None or rank in f.ranks) and f.by != "supervisor"]
     armed = mine
     for f in mine:
         if f.after is not None:
