@@ -122,6 +122,7 @@ launch::Tools findTools(const std::string& self_exe) {
   t.instruments = findInstruments(self_exe);
   if (const char* v = std::getenv("FAULTLINE_TRAINER"); v && *v) t.trainer_override = v;
   t.torches = launch::discoverTorch(launch::torchInterpreterCandidates(), findTrainerDir(self_exe));
+  t.gpus = launch::countGpus();
   return t;
 }
 

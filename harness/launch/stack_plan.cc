@@ -84,6 +84,11 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.unsupported = "no launcher for the stack " + name.launcher;
     return plan;
   }
+  if (s.stack.gpus > tools.gpus) {
+    plan.unsupported = "scenario '" + s.name + "' needs " + std::to_string(s.stack.gpus) + " GPU(s), this machine has " +
+                       std::to_string(tools.gpus) + (tools.gpus == 0 ? " (no /dev/nvidiaN)" : "");
+    return plan;
+  }
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
   std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
@@ -160,6 +165,19 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
   return plan;
+}
+
+int countGpus(const std::string& dev_dir) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dev_dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
+        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      ++n;
+    }
+  }
+  return n;
 }
 
 }  // namespace faultline::launch

@@ -20,7 +20,11 @@ struct Tools {
   std::vector<TorchInstall> torches;  // this machine's torch installs, newest first (discoverTorch)
   std::string trainer_override;       // set (FAULTLINE_TRAINER): this reference trainer for every torch version
   Instruments instruments;            // given to every stack's processes
+  int gpus = 0;                       // NVIDIA GPUs on this machine (countGpus)
 };
+
+// The NVIDIA GPUs this machine has: its /dev/nvidiaN device files.
+int countGpus(const std::string& dev_dir = "/dev");
 
 struct StackPlan {
   std::string stack;              // the stack as resolved, for the report: "torchrun@2.13", "builtin", ...

@@ -185,7 +185,7 @@ json toJson(const toml::node& n) {
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "stacks", "torch"}, "[stack]");
+  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "gpus", "stacks", "torch"}, "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
     s.launcher = *v;
@@ -214,6 +214,10 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (auto v = c.integer(t, "world_size", "stack")) {
     if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");
     s.world_size = static_cast<int>(*v);
+  }
+  if (auto v = c.integer(t, "gpus", "stack")) {
+    if (*v < 0 || *v > 4096) c.error(t.get("gpus")->source(), "stack.gpus: " + std::to_string(*v) + " is out of range, expected 0..4096");
+    s.gpus = static_cast<int>(*v);
   }
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");

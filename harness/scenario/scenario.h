@@ -29,6 +29,7 @@ struct Stack {
   std::vector<std::string> args;      // extra trainer arguments
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
+  int gpus = 0;                       // GPUs the scenario needs on the machine (one per rank for NCCL); 0: none
   std::vector<std::string> stacks;    // launchers this scenario applies to ("torchrun", "spawn@2.13"); empty: its own only
   std::string torch;                  // the torch versions it applies to (">=2.0", "<2"); "" any
   std::vector<VersionBound> torch_bounds;  // `torch`, parsed

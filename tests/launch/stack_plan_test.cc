@@ -178,3 +178,58 @@ TEST(StackPlan, ApplyEnvReplacesAndAdds) {
 
 }  // namespace
 }  // namespace faultline::launch
+
+namespace faultline::launch {
+namespace {
+
+scenario::Scenario parseWith(const std::string& rest) {
+  auto s = scenario::parseScenarioText("name = \"x\"\n" + rest + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  return *s;
+}
+
+const char* kCommand = "[stack]\nlauncher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]\ntrainer = \"command\"\n"
+                       "command = [\"/usr/bin/python3\", \"train.py\"]\nworld_size = 3\n";
+
+TEST(StackPlan, AScenarioNeedingMoreGpusThanTheMachineHasIsUnsupportedSayingHowMany) {
+  const auto s = parseWith(std::string(kCommand) + "gpus = 2\n");
+  Tools t = twoTorches();
+  t.gpus = 1;
+  auto plan = planStack(s, "builtin", t, "/out", 29500, "/scenarios");
+  ASSERT_TRUE(plan.unsupported);
+  EXPECT_EQ(*plan.unsupported, "scenario 'x' needs 2 GPU(s), this machine has 1");
+  t.gpus = 2;
+  EXPECT_FALSE(planStack(s, "builtin", t, "/out", 29500, "/scenarios").unsupported);
+}
+
+TEST(StackPlan, GpusAreTheNvidiaDeviceFiles) {
+  const std::string dir = ::testing::TempDir() + "/fl-dev-" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  for (const char* f : {"nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "null"}) std::ofstream(dir + "/" + f) << "";
+  EXPECT_EQ(countGpus(dir), 2);
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(countGpus(dir), 0);
+}
+
+// A command trainer's fault reaches its ranks for the shim, or the
+// supervisor's list; the reference trainer's stays its --fault flags.
+TEST(StackPlan, AFaultGoesToTheLayerThatStrikesIt) {
+  auto shim = planStack(parseWith(std::string(kCommand) + "[fault]\nkind = \"exception\"\nrank = [0, 2]\nstep = 3\n"),
+                        "torchrun", twoTorches(), "/out", 29500, "/scenarios");
+  ASSERT_FALSE(shim.unsupported) << *shim.unsupported;
+  EXPECT_EQ(shim.launch.env.at("FAULTLINE_FAULT"), "exception:rank=0,2:step=3");
+  EXPECT_TRUE(shim.outside_faults.empty());
+  auto outside = planStack(parseWith(std::string(kCommand) + "[fault]\nkind = \"freeze\"\nrank = 1\nafter_s = 2.5\n"),
+                           "builtin", twoTorches(), "/out", 29500, "/scenarios");
+  ASSERT_FALSE(outside.unsupported) << *outside.unsupported;
+  EXPECT_EQ(outside.launch.env.count("FAULTLINE_FAULT"), 0u);
+  ASSERT_EQ(outside.outside_faults.size(), 1u);
+  EXPECT_EQ(outside.outside_faults[0].text(), "freeze:rank=1:after=2.5");
+  auto reference = planStack(parseWith("[stack]\nlauncher = \"builtin\"\n[fault]\nkind = \"sigkill\"\nrank = 1\nstep = 2\n"),
+                             "builtin", twoTorches(), "/out", 29500, "/scenarios");
+  EXPECT_EQ(reference.launch.env.count("FAULTLINE_FAULT"), 0u);
+  EXPECT_EQ(std::count(reference.launch.command.begin(), reference.launch.command.end(), "--fault"), 1);
+}
+
+}  // namespace
+}  // namespace faultline::launch

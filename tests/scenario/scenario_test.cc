@@ -139,7 +139,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, expect");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, stacks, torch");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, gpus, stacks, torch");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, collective, op, nth, after_s, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
@@ -341,6 +341,52 @@ TEST(Catalog, EveryScenarioParses) {
     EXPECT_FALSE(s.description.empty()) << s.file;
     EXPECT_FALSE(s.tags.empty()) << s.file;
   }
+}
+
+}  // namespace
+}  // namespace faultline::scenario
+
+namespace faultline::scenario {
+namespace {
+
+std::string faultError(const std::string& stack, const std::string& fault) {
+  auto s = parseScenarioText("name = \"x\"\n[stack]\n" + stack + "\n[fault]\n" + fault + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  return s ? "" : s.error().message;
+}
+
+const char* kCmd = "trainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\nworld_size = 3";
+
+// Issue 17: a fault the chosen layer cannot strike, or a step that never comes, is bad input.
+TEST(ScenarioFaults, WhatNoLayerCanStrikeIsAnErrorWhereItIsWritten) {
+  EXPECT_EQ(faultError(kCmd, "kind = \"undefined_symbol\"\nrank = 1"),
+            "s.toml:7:8: [fault]: undefined_symbol is not a fault the Python shim strikes (undefined_symbol is struck by: "
+            "the reference trainer); and undefined_symbol is not a fault the supervisor strikes (undefined_symbol is "
+            "struck by: the reference trainer)");
+  EXPECT_NE(faultError(kCmd, "kind = \"freeze\"\nop = \"allreduce\"").find("not by op"), std::string::npos);
+  EXPECT_NE(faultError(kCmd, "kind = \"exception\"\nby = \"supervisor\"").find("not a fault the supervisor strikes"),
+            std::string::npos);
+  EXPECT_NE(faultError("", "kind = \"freeze\"\nrank = 1\nby = \"trainer\"").find("not a fault the reference trainer strikes"),
+            std::string::npos);
+  EXPECT_NE(faultError("", "kind = \"sigkill\"\ncollective = 3\nby = \"trainer\"").find("strikes at a step"), std::string::npos);
+  EXPECT_EQ(faultError("", "kind = \"freeze\"\nrank = 1"), "");  // the supervisor freezes the reference trainer
+  EXPECT_EQ(faultError("args = [\"--steps\", \"10\"]", "kind = \"sigkill\"\nstep = 11"),
+            "s.toml:6:8: fault.step: 11 is past the run's last step (10, from --steps), expected a step in 1..10");
+  EXPECT_NE(faultError(kCmd, "kind = \"sigkill\"\nstep = 2\ncollective = 3").find("one point"), std::string::npos);
+  EXPECT_NE(faultError(kCmd, "kind = \"sigkill\"\nnth = 2").find("expected op"), std::string::npos);
+}
+
+TEST(ScenarioFaults, TheLayerIsChosenAndKept) {
+  auto s = parseScenarioText(std::string("name = \"x\"\n[stack]\n") + kCmd +
+                                 "\n[fault]\nkind = \"sigkill\"\nrank = 2\nop = \"allreduce\"\nnth = 3\n[expect]\n\"verdict\" = \"pass\"\n",
+                             "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->fault->by, "trainer");  // the shim: the supervisor has no op points
+  EXPECT_EQ(s->fault->spec(), "sigkill:rank=2:op=allreduce:nth=3");
+  auto f = parseScenarioText(std::string("name = \"x\"\n[stack]\n") + kCmd +
+                                 "\n[fault]\nkind = \"freeze\"\nrank = 1\n[expect]\n\"verdict\" = \"pass\"\n",
+                             "s.toml");
+  ASSERT_TRUE(f) << f.error().message;
+  EXPECT_EQ(f->fault->by, "supervisor");
 }
 
 }  // namespace
