@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> list_paths;
   auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");
   list_cmd->add_option("PATH", list_paths, "scenario files or directories (default: scenarios)");
+  std::vector<std::string> list_tags;
+  list_cmd->add_option("--tag", list_tags, "only scenarios with this tag (repeatable)");
 
   bool stacks_json = false;
   auto* stacks_cmd = app.add_subcommand("stacks", "list the stacks this machine can drive and whether each works");
@@ -178,7 +180,10 @@ int main(int argc, char** argv) {
       suite.progress_tty = ::isatty(STDOUT_FILENO) != 0;
       return suiteCommand(suite, std::cout, std::cerr);
     }
-    if (*list_cmd) return listCommand(list_paths.empty() ? std::vector<std::string>{"scenarios"} : list_paths, std::cout, std::cerr);
+    if (*list_cmd) {
+      return listCommand(list_paths.empty() ? std::vector<std::string>{"scenarios"} : list_paths, list_tags, std::cout,
+                         std::cerr);
+    }
     if (*report_cmd) return runReport(report_dir, std::cout, std::cerr);
     if (*stacks_cmd) return stacksCommand(self, stacks_json, std::cout, std::cerr);
   } catch (const std::exception& e) {

@@ -199,15 +199,25 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
   return exitStatusFor(all, opts.exit);
 }
 
-int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err) {
-  auto loaded = scenario::loadScenarios(paths);
-  if (!loaded) {
-    err << "faultline list: " << loaded.error().message << "\n";
+// `--tag`: none given takes every scenario; several take those with any of them.
+bool hasAnyTag(const scenario::Scenario& s, const std::vector<std::string>& tags) {
+  return tags.empty() || std::any_of(tags.begin(), tags.end(), [&](const std::string& t) { return s.hasTag(t); });
+}
+
+int listCommand(const std::vector<std::string>& paths, const std::vector<std::string>& tags, std::ostream& out,
+                std::ostream& err) {
+  auto all = scenario::loadScenarios(paths);
+  if (!all) {
+    err << "faultline list: " << all.error().message << "\n";
     return 2;
   }
+  std::vector<scenario::Scenario> listed;
+  for (auto& s : *all) {
+    if (hasAnyTag(s, tags)) listed.push_back(std::move(s));
+  }
   size_t width = 8;
-  for (const auto& s : *loaded) width = std::max(width, s.name.size());
-  for (const auto& s : *loaded) {
+  for (const auto& s : listed) width = std::max(width, s.name.size());
+  for (const auto& s : listed) {
     std::string tags;
     for (const auto& t : s.tags) tags += (tags.empty() ? "" : ",") + t;
     std::string stacks = s.stack.launcher;
@@ -218,7 +228,7 @@ int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::o
     out << std::left << std::setw(static_cast<int>(width) + 2) << s.name << std::setw(22) << ("[" + tags + "]")
         << std::setw(24) << stacks << s.description << "\n";
   }
-  out << loaded->size() << " scenarios\n";
+  out << listed.size() << " scenarios\n";
   return 0;
 }
 
@@ -264,8 +274,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   const auto* loaded = &catalog->scenarios;
   std::vector<const scenario::Scenario*> selected;
   for (const auto& s : *loaded) {
-    bool take = o.tags.empty();
-    for (const auto& t : o.tags) take = take || s.hasTag(t);
+    const bool take = hasAnyTag(s, o.tags);
     if (take) selected.push_back(&s);
   }
   if (selected.empty() && catalog->bad.empty()) {

@@ -42,7 +42,9 @@ struct SuiteOptions {
 // Exit statuses of CONTRACT.md section 1.
 int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& opts, std::ostream& out, std::ostream& err);
 int suiteCommand(const SuiteOptions& opts, std::ostream& out, std::ostream& err);
-int listCommand(const std::vector<std::string>& paths, std::ostream& out, std::ostream& err);
+// `faultline list [PATH...] [--tag TAG]...`
+int listCommand(const std::vector<std::string>& paths, const std::vector<std::string>& tags, std::ostream& out,
+                std::ostream& err);
 
 // The stacks' programs: the torch installs (launch::discoverTorch over
 // FAULTLINE_PYTHONS or the default interpreters), each with the reference

@@ -35,6 +35,10 @@ void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max)
 
 void WatchLoop::sendSignal(pid_t pid, int sig) {
   if (::kill(pid, sig) != 0) return;
+  // A stopped process (SIGSTOP, a freeze) holds SIGTERM pending until it runs
+  // again: continue it so that it can end within the grace, as systemd and
+  // Slurm do. SIGCONT's default action on a running process is nothing.
+  if (sig == SIGTERM) ::kill(pid, SIGCONT);
   std::optional<int> rank;
   if (RankState* r = rankByPid(pid); r && !r->finished) {
     rank = r->rank;

@@ -129,6 +129,8 @@ TEST(FaultCli, AFrozenRankIsAHangThatNamesIt) {
   ASSERT_TRUE(report->root_cause) << readFile(out + "/report.json");
   EXPECT_EQ(report->root_cause->rank, 1);
   EXPECT_TRUE(report->teardown.clean);
+  // The teardown continues a stopped rank with its SIGTERM: it ends within the grace, no SIGKILL.
+  EXPECT_EQ(report->teardown.escalation, Escalation::kSigterm);
   const auto faults = faultEvents(out, 1);
   ASSERT_EQ(faults.size(), 1u);
   EXPECT_EQ(faults[0]["kind"], "freeze");

@@ -9,6 +9,7 @@
 namespace faultline::diagnose {
 namespace {
 
+using testing::addRank;
 using testing::History;
 
 Evidence pyError(const std::string& type, const std::string& msg, const std::string& file, int line) {
@@ -26,19 +27,6 @@ Evidence peerClosed() {
   e.collateral = true;
   e.collateral_reason = "a peer closed the connection";
   return e;
-}
-
-RankInput& addRank(RunInput& in, int r, std::optional<int> code, std::optional<std::string> sig = std::nullopt,
-                   std::optional<int64_t> exit_ns = std::nullopt) {
-  RankInput& ri = in.ranks[r];
-  ri.rank = r;
-  ri.started = true;
-  ri.exit_known = code.has_value() || sig.has_value();
-  ri.exit_code = code;
-  ri.signal = sig;
-  ri.exit_ns = exit_ns;
-  in.world_size = std::max(in.world_size, r + 1);
-  return ri;
 }
 
 const RankVerdict& verdict(const Diagnosis& d, int r) {

@@ -1,10 +1,13 @@
 // Hand-written event histories for analysis and findings tests.
 #pragma once
 
+#include <algorithm>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "harness/diagnose/events.h"
+#include "harness/diagnose/run_input.h"
 
 namespace faultline::diagnose::testing {
 
@@ -110,5 +113,19 @@ class History {
   int64_t t_;
   EventLog log_;
 };
+
+// A rank of a hand-built run: started, with its exit (code, signal, time) if known.
+inline RankInput& addRank(RunInput& in, int r, std::optional<int> code, std::optional<std::string> sig = std::nullopt,
+                          std::optional<int64_t> exit_ns = std::nullopt) {
+  RankInput& ri = in.ranks[r];
+  ri.rank = r;
+  ri.started = true;
+  ri.exit_known = code.has_value() || sig.has_value();
+  ri.exit_code = code;
+  ri.signal = sig;
+  ri.exit_ns = exit_ns;
+  in.world_size = std::max(in.world_size, r + 1);
+  return ri;
+}
 
 }  // namespace faultline::diagnose::testing

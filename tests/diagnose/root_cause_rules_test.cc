@@ -12,6 +12,7 @@
 namespace faultline::diagnose {
 namespace {
 
+using testing::addRank;
 using testing::History;
 
 Evidence pyError(const std::string& type, const std::string& msg) {
@@ -29,19 +30,6 @@ Evidence collateralOf(CollateralKind why, const std::string& msg) {
   e.collateral = true;
   e.collateral_reason = collateralKindName(why);
   return e;
-}
-
-RankInput& addRank(RunInput& in, int r, std::optional<int> code, std::optional<std::string> sig = std::nullopt,
-                   std::optional<int64_t> exit_ns = std::nullopt) {
-  RankInput& ri = in.ranks[r];
-  ri.rank = r;
-  ri.started = true;
-  ri.exit_known = code.has_value() || sig.has_value();
-  ri.exit_code = code;
-  ri.signal = sig;
-  ri.exit_ns = exit_ns;
-  in.world_size = std::max(in.world_size, r + 1);
-  return ri;
 }
 
 RankInput& tornDown(RunInput& in, int r) {
@@ -173,6 +161,28 @@ TEST(RootCauseRules, HungCollective) {
   in.ranks[0].events = History(0).collective("allreduce", 0, 4).log();
   in.ranks[2].events = History(2).collective("allreduce", 0, 4).log();
   EXPECT_FALSE(runRule(hungCollective, in));
+}
+
+// Every rank entered the collective, but the supervisor found rank 1 stopped
+// (SIGSTOP, a freeze): that rank cannot finish its part.
+TEST(RootCauseRules, HungCollectiveEveryRankEnteredNamesTheStoppedRank) {
+  RunInput in;
+  hangTrigger(in, "rank(s) 1 stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for 8000 ms");
+  in.supervisor->trigger.rank = 1;
+  for (int r = 0; r < 2; ++r) {
+    tornDown(in, r).events = History(r).collective("allreduce", 0, 4).collective("allreduce", 1, 4, false).log();
+  }
+  auto c = runRule(hungCollective, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->root_rank, 1);
+  EXPECT_EQ(c->cause.rank, 1);
+  EXPECT_NE(c->cause.summary.find("rank 1 is stopped"), std::string::npos) << c->cause.summary;
+  // Without the supervisor naming a stopped rank, no rank is guessed.
+  in.supervisor->trigger.rank.reset();
+  in.supervisor->trigger.detail = "no progress event for 8000 ms";
+  auto d = runRule(hungCollective, in);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->root_rank);
 }
 
 TEST(RootCauseRules, ShutdownHang) {

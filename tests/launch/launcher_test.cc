@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/launch/plan_fixtures.h"
+
 #include "harness/launch/stack_plan.h"
 #include "harness/launch/stacks.h"
 #include "harness/model/stack_name.h"
@@ -12,19 +14,6 @@ namespace faultline::launch {
 namespace {
 
 using Strings = std::vector<std::string>;
-
-Tools twoTorches() {
-  Tools t;
-  t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
-  t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
-  return t;
-}
-
-scenario::Scenario parse(const std::string& stack_table) {
-  auto s = scenario::parseScenarioText("name = \"x\"\n[stack]\n" + stack_table + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
-  EXPECT_TRUE(s.has_value()) << s.error().message;
-  return *s;
-}
 
 TEST(LauncherRegistry, EveryStackNameHasItsLauncherAndNoOtherIsRegistered) {
   const auto& names = stackLaunchers();

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/launch/plan_fixtures.h"
+
 namespace faultline::launch {
 namespace {
 
@@ -22,20 +24,6 @@ scenario::Scenario injectScenario(const std::string& trainer) {
           "\"\ncommand = [\"/usr/bin/python3\", \"train.py\"]\nworld_size = 2\n[fault]\n"
           "inject = \"write:ENOSPC:rank=1:after=1\"\n[expect]\n\"verdict\" = \"pass\"\n",
       "s.toml");
-  EXPECT_TRUE(s.has_value()) << s.error().message;
-  return *s;
-}
-
-// Two installs as discoverTorch gives them, newest first.
-Tools twoTorches() {
-  Tools t;
-  t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
-  t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
-  return t;
-}
-
-scenario::Scenario parse(const std::string& stack_table) {
-  auto s = scenario::parseScenarioText("name = \"x\"\n[stack]\n" + stack_table + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
   EXPECT_TRUE(s.has_value()) << s.error().message;
   return *s;
 }

@@ -1,0 +1,27 @@
+// What the launch tests plan on: two torch installs as discoverTorch gives
+// them, and a scenario from its [stack] table.
+#pragma once
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "harness/launch/stack_plan.h"
+
+namespace faultline::launch {
+
+// Two installs, newest first.
+inline Tools twoTorches() {
+  Tools t;
+  t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
+  t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
+  return t;
+}
+
+inline scenario::Scenario parse(const std::string& stack_table) {
+  auto s = scenario::parseScenarioText("name = \"x\"\n[stack]\n" + stack_table + "\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  EXPECT_TRUE(s.has_value()) << s.error().message;
+  return *s;
+}
+
+}  // namespace faultline::launch
