@@ -408,26 +408,22 @@ void parseFaultPoint(Checker& c, const toml::table& t, Fault& f) {
 void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
   using probe::FaultLayer;
   const bool reference = stack.trainer == "reference";
-  std::string by;
   if (auto v = c.str(t, "by", "fault")) {
     if (*v != "trainer" && *v != "supervisor") {
       c.error(t.get("by")->source(), "fault.by: unknown '" + *v + "', expected trainer or supervisor");
       return;
     }
-    by = *v;
+    f.by = *v;
   }
-  f.by = by;
   const auto layer = probe::chooseLayer(f.toSpec(), reference);
   if (!layer) {
     const toml::node* at = t.get("by") ? t.get("by") : t.get("kind");
     c.error(at->source(), "[fault]: " + layer.error());
     return;
   }
-  by = *layer == FaultLayer::kSupervisor ? "supervisor" : "trainer";
-  const probe::FaultSpec spec = f.toSpec();
-  f.by = by;
+  f.by = *layer == FaultLayer::kSupervisor ? "supervisor" : "trainer";
   // A step past the run's last never comes: the reference trainer's --steps is known.
-  if (reference && spec.atStep() && by == "trainer") {
+  if (reference && f.toSpec().atStep() && f.by == "trainer") {
     long steps = 20;
     for (size_t i = 0; i + 1 < stack.args.size(); ++i) {
       if (stack.args[i] == "--steps") steps = std::strtol(stack.args[i + 1].c_str(), nullptr, 10);

@@ -43,7 +43,7 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       scan_timer_(io_),
       allowance_timer_(io_),
       fault_timer_(io_),
-      faults_(outsideFaults(opts.outside_faults)) {
+      faults_(opts.outside_faults) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
   signals_.add(SIGCHLD);
   signals_.add(SIGINT);
@@ -507,10 +507,8 @@ void WatchLoop::onHangTimer() {
   }
   const bool shutdown_hang = !finished.empty() && !stuck.empty();
   if (const auto stopped = stoppedRanks(); !stopped.empty()) {
-    std::string which;
-    for (int r : stopped) which += (which.empty() ? "" : ",") + std::to_string(r);
     setTrigger(TriggerKind::kHang, stopped.front(),
-               "rank(s) " + which + " stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for " +
+               "rank(s) " + probe::rankList(stopped) + " stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for " +
                    std::to_string(static_cast<int64_t>(opts_.hang_timeout_s * 1000)) + " ms");
     stop_main_ = true;
     return;

@@ -8,28 +8,31 @@
 namespace faultline::supervise {
 namespace {
 
-OutsideFault fault(std::string kind, std::vector<int> ranks) {
-  OutsideFault f;
-  f.kind = std::move(kind);
-  f.ranks = std::move(ranks);
-  f.rule = f.kind;
-  return f;
+// A fault as a scenario or `exec --fault` gives it to the supervisor.
+probe::FaultSpec fault(const std::string& text) {
+  auto f = probe::parseFaultSpec(text);
+  EXPECT_TRUE(f) << f.error();
+  return *f;
 }
 
 TEST(FaultDelivery, KindsAndTheirSignals) {
-  EXPECT_EQ(outsideFaultSignal("sigkill"), SIGKILL);
-  EXPECT_EQ(outsideFaultSignal("segfault"), SIGSEGV);
-  EXPECT_EQ(outsideFaultSignal("abort"), SIGABRT);
-  EXPECT_EQ(outsideFaultSignal("sigterm"), SIGTERM);
-  EXPECT_EQ(outsideFaultSignal("sigstop"), SIGSTOP);
-  EXPECT_EQ(outsideFaultSignal("freeze"), SIGSTOP);
-  EXPECT_FALSE(isOutsideFaultKind("hung_collective"));
+  using K = probe::FaultKind;
+  EXPECT_EQ(outsideFaultSignal(K::kSigkill), SIGKILL);
+  EXPECT_EQ(outsideFaultSignal(K::kSegfault), SIGSEGV);
+  EXPECT_EQ(outsideFaultSignal(K::kAbort), SIGABRT);
+  EXPECT_EQ(outsideFaultSignal(K::kSigterm), SIGTERM);
+  EXPECT_EQ(outsideFaultSignal(K::kSigstop), SIGSTOP);
+  EXPECT_EQ(outsideFaultSignal(K::kFreeze), SIGSTOP);
+  EXPECT_EQ(outsideFaultSignal(K::kHungCollective), 0);
+  // Every kind the supervisor strikes has its signal.
+  for (auto name : probe::faultKindNames()) {
+    const auto k = *probe::faultKindFromName(name);
+    EXPECT_EQ(outsideFaultSignal(k) != 0, probe::layerStrikes(probe::FaultLayer::kSupervisor, k)) << name;
+  }
 }
 
 TEST(FaultDelivery, StepPointStrikesItsRankOnceAtThatStep) {
-  auto f = fault("sigkill", {1});
-  f.step = 3;
-  FaultDelivery d({f});
+  FaultDelivery d({fault("sigkill:rank=1:step=3")});
   for (int64_t s = 1; s <= 2; ++s) {
     d.onEvent(0, "step_begin", s, std::nullopt);
     d.onEvent(1, "step_begin", s, std::nullopt);
@@ -48,9 +51,7 @@ TEST(FaultDelivery, StepPointStrikesItsRankOnceAtThatStep) {
 }
 
 TEST(FaultDelivery, CollectivePointIsTheSeqAndASkippedNumberStillStrikes) {
-  auto f = fault("sigstop", {0, 2});
-  f.collective = 5;
-  FaultDelivery d({f});
+  FaultDelivery d({fault("sigstop:rank=0,2:collective=5")});
   d.onEvent(0, "collective_begin", std::nullopt, 4);
   d.onEvent(2, "collective_begin", std::nullopt, 6);  // 5 not seen: the next one is
   d.onEvent(1, "collective_begin", std::nullopt, 5);
@@ -63,9 +64,7 @@ TEST(FaultDelivery, CollectivePointIsTheSeqAndASkippedNumberStillStrikes) {
 }
 
 TEST(FaultDelivery, TimePointStrikesEveryAimedRunningRankAndSaysWhenItIsDue) {
-  auto f = fault("freeze", {});
-  f.after_s = 2.5;
-  FaultDelivery d({f});
+  FaultDelivery d({fault("freeze:after=2.5")});
   EXPECT_EQ(d.nextTime(), 2.5);
   EXPECT_TRUE(d.due(2.0, {0, 1}).empty());
   auto strikes = d.due(2.6, {0, 1});
@@ -77,9 +76,7 @@ TEST(FaultDelivery, TimePointStrikesEveryAimedRunningRankAndSaysWhenItIsDue) {
 }
 
 TEST(FaultDelivery, OtherEventsAndOtherRanksDoNothing) {
-  auto f = fault("abort", {1});
-  f.step = 1;
-  FaultDelivery d({f});
+  FaultDelivery d({fault("abort:rank=1:step=1")});
   d.onEvent(1, "step_end", 1, std::nullopt);
   d.onEvent(1, "collective_begin", std::nullopt, 0);
   d.onEvent(0, "step_begin", 1, std::nullopt);
