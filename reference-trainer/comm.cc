@@ -47,26 +47,33 @@ class C10dComm final : public Comm {
   const std::string& backend() const override { return backend_; }
   int64_t nextSeq() const override { return seq_ + 1; }
 
-  void allreduceSum(at::Tensor& t) override {
-    run("allreduce", t, [&](std::vector<at::Tensor>& v) { return pg_->allreduce(v); });
+  void allreduceSum(at::Tensor& t, Where where = Where::current()) override {
+    run("allreduce", t, where, [&](std::vector<at::Tensor>& v) { return pg_->allreduce(v); });
   }
-  void broadcast(at::Tensor& t, int root) override {
+  void broadcast(at::Tensor& t, int root, Where where = Where::current()) override {
     c10d::BroadcastOptions opts;
     opts.rootRank = root;
-    run("broadcast", t, [&](std::vector<at::Tensor>& v) { return pg_->broadcast(v, opts); });
+    run("broadcast", t, where, [&](std::vector<at::Tensor>& v) { return pg_->broadcast(v, opts); });
   }
-  void barrier() override {
+  void barrier(Where where = Where::current()) override {
     const int64_t seq = ++seq_;
-    fl_probe_collective_begin("barrier", seq, 0, "none");
+    fl_probe_collective_begin_at("barrier", seq, 0, "none", site(where).c_str());
     pg_->barrier()->wait();
     fl_probe_collective_end("barrier", seq, 0, "none");
   }
 
  private:
+  // "trainer.cc:328": the file as compiled, its directory left out.
+  static std::string site(const Where& w) {
+    const std::string_view f = w.file_name();
+    const size_t slash = f.rfind('/');
+    return std::string(slash == std::string_view::npos ? f : f.substr(slash + 1)) + ":" + std::to_string(w.line());
+  }
+
   template <class Issue>
-  void run(const char* op, at::Tensor& t, Issue issue) {
+  void run(const char* op, at::Tensor& t, const Where& where, Issue issue) {
     const int64_t seq = ++seq_;
-    fl_probe_collective_begin(op, seq, t.numel(), dtypeName(t));
+    fl_probe_collective_begin_at(op, seq, t.numel(), dtypeName(t), site(where).c_str());
     std::vector<at::Tensor> v{t};
     issue(v)->wait();
     fl_probe_collective_end(op, seq, t.numel(), dtypeName(t));
@@ -100,6 +107,7 @@ c10::intrusive_ptr<c10d::Store> joinStore(const RankEnv& env, const CommConfig& 
 bool ncclCompiledIn() { return FAULTLINE_HAVE_NCCL != 0; }
 
 std::unique_ptr<Comm> connect(const RankEnv& env, const CommConfig& config) {
+  fl_probe_pg_init_begin(config.backend.c_str());
   auto store = joinStore(env, config);
   if (config.backend == "nccl") {
 #if FAULTLINE_HAVE_NCCL

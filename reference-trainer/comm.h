@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <source_location>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,11 @@ class Comm {
   virtual const std::string& backend() const = 0;
 
   // Blocking; a peer failure or the process-group timeout throws (c10::Error).
-  virtual void allreduceSum(at::Tensor& t) = 0;
-  virtual void broadcast(at::Tensor& t, int root) = 0;
-  virtual void barrier() = 0;
+  // `where` is the caller's line, the collective_begin event's `site`.
+  using Where = std::source_location;
+  virtual void allreduceSum(at::Tensor& t, Where where = Where::current()) = 0;
+  virtual void broadcast(at::Tensor& t, int root, Where where = Where::current()) = 0;
+  virtual void barrier(Where where = Where::current()) = 0;
   // The sequence number the next collective will carry.
   virtual int64_t nextSeq() const = 0;
 };

@@ -13,6 +13,14 @@
 int main(int argc, char** argv) {
   using namespace faultline::trainer;
   using faultline::probe::validateFaultSpec;
+  // --no-probe: the probe finds no events file to open (it opens lazily, on
+  // its first event), so nothing is written, as in a program without it.
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--no-probe") {
+      ::unsetenv("FAULTLINE_EVENTS");
+      ::unsetenv("FAULTLINE_EVENTS_DIR");
+    }
+  }
   fl_probe_install_crash_handlers();
   const char* fault_env = std::getenv("FAULTLINE_FAULT");
   auto options = parseOptions(std::vector<std::string>(argv + 1, argv + argc), fault_env ? fault_env : "");

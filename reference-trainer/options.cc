@@ -59,6 +59,7 @@ std::string usage() {
          "  --fingerprint-every N   parameter fingerprint period in steps (default 10)\n"
          "  --checkpoint-every N    checkpoint period in steps (default: end only)\n"
          "  --out-dir DIR         checkpoint and log directory\n"
+         "  --no-probe            write no events (as a program without faultline's probe)\n"
          "  --fault KIND --fault-rank R[,R...]|all --fault-step S --fault-arg X\n"
          "                        inject a fault (also FAULTLINE_FAULT=KIND:rank=R:step=S:arg=X)\n";
 }
@@ -92,6 +93,10 @@ tl::expected<Options, std::string> parseOptions(const std::vector<std::string>& 
     std::string flag = args[i], value;
     if (flag == "-h" || flag == "--help") {
       o.help = true;
+      continue;
+    }
+    if (flag == "--no-probe") {
+      o.no_probe = true;
       continue;
     }
     if (auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {

@@ -30,6 +30,9 @@ struct Options {
   long checkpoint_every = 0;  // 0: only at the end
   std::string out_dir;        // default: $FAULTLINE_RUN_DIR/trainer, else ./faultline-trainer-out
   FaultSpec fault;
+  // --no-probe: write no events, as a LibTorch program that never linked the
+  // probe (the harness then sees the rank only from outside: /proc, stacks).
+  bool no_probe = false;
   bool help = false;
 };
 

@@ -3,6 +3,8 @@
 
 #include <sstream>
 
+#include "reports/render.h"
+
 namespace faultline::reports {
 
 std::string explainText(const Report& r, const std::string& run_dir) {
@@ -11,6 +13,7 @@ std::string explainText(const Report& r, const std::string& run_dir) {
   out << "stack: " << r.stack.launcher << ", " << r.stack.world_size << " rank(s)\n";
   if (r.root_cause) {
     out << "root cause: " << r.root_cause->summary << "\n";
+    for (const auto& l : blameLines(*r.root_cause)) out << "  " << l << "\n";
     for (const auto& l : r.root_cause->layers) out << "  [" << l.layer << "] " << l.text << "\n";
   } else {
     out << "root cause: none found\n";

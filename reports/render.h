@@ -33,6 +33,8 @@ std::string markdownForSuite(const Suite& s);
 std::string htmlForRun(const Report& r);
 std::string htmlForSuite(const Suite& s);
 nlohmann::json suiteJson(const Suite& s);
+// The run in the Chrome Trace Event format (trace.json): Perfetto, chrome://tracing.
+nlohmann::json traceForRun(const Report& r);
 
 // The failure-mode catalog (Markdown): one row per scenario and stack.
 std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by);
@@ -45,7 +47,13 @@ std::string jsonText(const nlohmann::json& v);
 // first finding, else the verdict.
 std::string headline(const Report& r);
 
-// Writes junit.xml, report.md and report.html next to RUN_DIR/report.json.
+// Who the root cause blames and each side of a collective, as lines of text
+// for every renderer: "blame: ambiguous, one of ranks 0, 1", "ranks 0:
+// barrier at checkpointing.py:11, from rank_zero_checkpoint.py:36, under
+// `if rank == 0`". Empty when it blames one rank (or none) and has no sides.
+std::vector<std::string> blameLines(const RootCause& rc);
+
+// Writes junit.xml, report.md, report.html and trace.json next to RUN_DIR/report.json.
 Result<void> renderRun(const Report& r, const std::string& run_dir);
 // Writes report.json (suite form), junit.xml, report.md and index.html into DIR.
 Result<void> renderSuite(const Suite& s, const std::string& dir);

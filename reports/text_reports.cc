@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "reports/finding_fixes.h"
 #include "reports/render.h"
 #include "reports/xml_text.h"
 
@@ -18,11 +19,53 @@ std::string rankList(const std::vector<int>& ranks) {
   return out;
 }
 
+std::string baseOf(const std::string& path) {
+  const size_t s = path.rfind('/');
+  return s == std::string::npos ? path : path.substr(s + 1);
+}
+
+}  // namespace
+
+std::vector<std::string> blameLines(const RootCause& rc) {
+  std::vector<std::string> out;
+  switch (rc.blame) {
+    case Blame::kAmbiguous:
+      out.push_back("blame: ambiguous, one of ranks " + rankList(rc.ranks) +
+                    " (no majority, and no evidence for one side)");
+      break;
+    case Blame::kAllRanks:
+      out.push_back("blame: no primary rank, every rank failed the same way (ranks " + rankList(rc.ranks) + ")");
+      break;
+    case Blame::kRanks:
+      out.push_back("blame: ranks " + rankList(rc.ranks) + " together");
+      break;
+    case Blame::kNode:
+      out.push_back("blame: node " + rc.node.value_or("?") +
+                    (rc.ranks.empty() ? " (no rank of it started)" : " (its ranks " + rankList(rc.ranks) + ")"));
+      break;
+    case Blame::kRank:
+    case Blame::kNone:
+      break;
+  }
+  for (const CollectiveSide& s : rc.sides) {
+    std::string line = (s.ranks.size() == 1 ? "rank " : "ranks ") + rankList(s.ranks) + ": ";
+    line += s.op.empty() ? "no call" : s.op + (s.numel ? " of " + std::to_string(*s.numel) + " elements" : "");
+    if (!s.site.empty()) line += " at " + baseOf(s.site);
+    for (const std::string& c : s.callers) line += ", from " + baseOf(c);
+    if (!s.rank_condition.empty()) line += ", under `" + baseOf(s.rank_condition) + "`";
+    out.push_back(line);
+  }
+  return out;
+}
+
+namespace {
+
 // The onion and the stderr tails: what a CI log reader needs beside the failure line.
 std::string systemOut(const Report& r) {
   std::ostringstream o;
   if (r.root_cause) {
     o << "root cause: " << r.root_cause->summary << "\n";
+    for (const auto& l : blameLines(*r.root_cause)) o << "  " << l << "\n";
     for (const auto& l : r.root_cause->layers) o << "  [" << l.layer << "] " << l.text << "\n";
   }
   for (const auto& f : r.findings) o << "finding " << kindName(f.kind) << ": " << f.summary << "\n";
@@ -176,12 +219,16 @@ std::string markdownForRun(const Report& r) {
     o << "| layer | what it says |\n|---|---|\n";
     for (const auto& l : r.root_cause->layers) o << "| " << markdownCell(l.layer) << " | " << markdownCell(l.text) << " |\n";
     o << "\n";
+    const auto blame = blameLines(*r.root_cause);
+    for (const auto& l : blame) o << "- " << markdownCell(l) << "\n";
+    if (!blame.empty()) o << "\n";
   }
   if (!r.findings.empty()) {
-    o << "### Findings\n\n| kind | ranks | severity | summary |\n|---|---|---|---|\n";
+    o << "### Findings\n\n| kind | ranks | severity | summary | evidence | fix |\n|---|---|---|---|---|---|\n";
     for (const auto& f : r.findings) {
       o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << markdownCell(f.severity) << " | "
-        << markdownCell(f.summary) << " |\n";
+        << markdownCell(f.summary) << " | " << markdownCell(f.evidence) << " | "
+        << markdownCell(std::string(findingFix(f.kind))) << " |\n";
     }
     o << "\n";
   }
@@ -219,10 +266,32 @@ std::string markdownForRun(const Report& r) {
     }
     o << "\n";
   }
-  o << "### Ranks\n\n| rank | role | exit | diagnosis |\n|---|---|---|---|\n";
-  for (const auto& k : r.ranks) {
-    const std::string exit = k.signal ? *k.signal : k.exit_code ? std::to_string(*k.exit_code) : "?";
-    o << "| " << k.rank << " | " << roleName(k.role) << " | " << markdownCell(exit) << " | " << markdownCell(k.diagnosis) << " |\n";
+  if (r.nodes.empty()) {
+    o << "### Ranks\n\n| rank | role | exit | diagnosis |\n|---|---|---|---|\n";
+    for (const auto& k : r.ranks) {
+      const std::string exit = k.signal ? *k.signal : k.exit_code ? std::to_string(*k.exit_code) : "?";
+      o << "| " << k.rank << " | " << roleName(k.role) << " | " << markdownCell(exit) << " | " << markdownCell(k.diagnosis) << " |\n";
+    }
+  } else {
+    // Multi-node: the nodes, then the ranks of each node together.
+    o << "### Nodes\n\n| node | host | ranks | lost | agent exit |\n|---|---|---|---|---|\n";
+    for (const auto& nd : r.nodes) {
+      o << "| " << markdownCell(nd.name) << " | " << markdownCell(nd.host) << " | " << rankList(nd.ranks) << " | "
+        << (nd.lost ? "**lost**" : "") << " | "
+        << (nd.agent_exit_code ? std::to_string(*nd.agent_exit_code) : std::string("none (agent gone)")) << " |\n";
+    }
+    o << "\n### Ranks by node\n\n| node | rank | role | exit | diagnosis |\n|---|---|---|---|---|\n";
+    std::vector<const RankReport*> sorted;
+    for (const auto& k : r.ranks) sorted.push_back(&k);
+    std::map<std::string, size_t> order;
+    for (const auto& nd : r.nodes) order.emplace(nd.name, order.size());
+    auto pos = [&](const RankReport* k) { return k->node && order.count(*k->node) ? order[*k->node] : order.size(); };
+    std::stable_sort(sorted.begin(), sorted.end(), [&](const RankReport* a, const RankReport* b) { return pos(a) < pos(b); });
+    for (const RankReport* k : sorted) {
+      const std::string exit = k->signal ? *k->signal : k->exit_code ? std::to_string(*k->exit_code) : "?";
+      o << "| " << markdownCell(k->node.value_or("?")) << " | " << k->rank << " | " << roleName(k->role) << " | "
+        << markdownCell(exit) << " | " << markdownCell(k->diagnosis) << " |\n";
+    }
   }
   o << "\nTeardown: " << (r.teardown.clean ? "clean" : "NOT clean") << ", " << r.teardown.duration_ms << " ms, escalation "
     << escalationName(r.teardown.escalation);

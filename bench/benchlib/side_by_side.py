@@ -205,8 +205,7 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
             "detected_ms": since(trigger_ns, t0) if named else None,
             # The native dumps (eu-stack, else gdb) get 5 s for the stuck ranks' stacks.
             "gdb_cut_off": any("cut off" in e.get("what", "") for e in report.get("timeline", [])),
-            "stack_tool": next((w for e in report.get("timeline", []) for w in ("eu-stack", "gdb")
-                                if e.get("what", "").startswith(w + " stack dumps")), None),
+            "stack_tool": _stack_tool(report),
             "root_cause": [rc.get("kind"), rc.get("rank")]})
         for tr in t.torchruns:
             d = t.work(f"tr-hang-{tr.tag}-{i}")
@@ -220,6 +219,71 @@ def hang(t, reps, world=3, collective_timeout_s=10, hang_timeout_s=5):
                 rep["error"] = rank_error(d) or "rank 1 never reached its fault"
             out[tr.name].append(rep)
     return out
+
+
+def _stack_tool(report):
+    """Which dumper took the stuck ranks' stacks: "stack dumps: eu-stack of 3 rank(s)" (older runs:
+    "eu-stack stack dumps of 3 rank(s)")."""
+    for e in report.get("timeline", []):
+        what = e.get("what", "")
+        for w in ("eu-stack", "gdb", "py-spy"):
+            if what.startswith(w + " stack dumps") or (what.startswith("stack dumps: ") and w + " of" in what):
+                return w
+    return None
+
+
+def adaptive_hang(t, reps, world=3, step_ms=50, fault_step=40, hang_timeout_s=10):
+    """The adaptive hang detection against the fixed timeout alone, on a
+    trainer with a steady rhythm (scenarios/python/diagnosis/rhythm.py: about
+    `step_ms` of compute a step, DDP on Gloo, torch 2.x when installed). The
+    shim strikes hung_collective on rank 1 at step `fault_step` (it never
+    enters that step's gradient all-reduce) and writes a `fault` event; from
+    its t to the supervisor's trigger is `detected_ms`, to `faultline exec`
+    returning with a report whose root cause names rank 1 is `report_ms`.
+    "adaptive": the defaults (10x the learned p99, floor 0.5 s) under
+    --hang-timeout `hang_timeout_s`; "fixed": --hang-factor 0, the timeout alone."""
+    trainer = os.path.join(t.source, "scenarios", "python", "diagnosis", "rhythm.py")
+    python = _newest_python(t)
+    args = ["--steps", str(fault_step + 40), "--step-ms", str(step_ms)]
+    modes = {"adaptive": [], "fixed": ["--hang-factor", "0"]}
+    out = {m: [] for m in modes}
+    out.update({"world": world, "step_ms": step_ms, "fault_step": fault_step, "hang_timeout_s": hang_timeout_s,
+                "python": python})
+    for i in range(reps):
+        for mode, extra in modes.items():
+            d = t.work(f"adaptive-{mode}-{i}")
+            w = Watched([t.faultline, "exec", "--nproc", str(world), "--hang-timeout", str(hang_timeout_s),
+                         "--deadline", "180", "--fault", f"hung_collective:rank=1:step={fault_step}"] + extra +
+                        ["-o", d, "--", python, trainer] + args, sample_every=None, slow_every=None)
+            w.wait(timeout=240)
+            out[mode].append(adaptive_row(d, w.t_end_ns))
+    return out
+
+
+def adaptive_row(run_dir, t_end_ns):
+    """One repetition of adaptive_hang, from its run directory: latencies from
+    the fault event, whether the report named rank 1, what the trigger said."""
+    t0 = _fault_t(os.path.join(run_dir, "ranks", "1", "events.jsonl"))
+    try:
+        report = _load(os.path.join(run_dir, "report.json"))
+        trigger = _load(os.path.join(run_dir, "supervisor.json")).get("trigger", {})
+    except (OSError, ValueError) as e:
+        return {"error": str(e)}
+    rc = report.get("root_cause") or {}
+    named = rc.get("kind") == "hung_collective" and rc.get("rank") == 1
+    row = {"detected_ms": since(trigger.get("t_ns"), t0) if named else None,
+           "report_ms": since(t_end_ns, t0) if named else None,
+           "adaptive": trigger.get("detail", "").startswith("adaptive:"),
+           "trigger": trigger.get("detail", ""), "root_cause": [rc.get("kind"), rc.get("rank")]}
+    if t0 is None:
+        row["error"] = "rank 1 never reached its fault"
+    return row
+
+
+def _newest_python(t):
+    """The interpreter of the newest torch the bench found (a venv's 2.x), else Debian's."""
+    pythons = [tr.python for tr in t.torchruns if getattr(tr, "python", None)]
+    return pythons[0] if pythons else "/usr/bin/python3"
 
 
 def _last_stamp_ms(run_dir, nproc, t0_ns):

@@ -157,6 +157,8 @@ def result_rows(r):
                                 sum(1 for x in c["faultline"] if x["report_ms"] is not None), len(c["faultline"]),
                                 f"faultline: {os.path.basename(c.get('faultline_trainer') or 'faultline-trainer')}; "
                                 + trainers) + _no_figure(c, names, "ended_ms")))
+    if "adaptive" in r:
+        rows += adaptive_rows(r["adaptive"])
     if "launch" in r:
         c = r["launch"]
         names = torchrun_names(c)
@@ -246,6 +248,25 @@ def results_md(rows):
     return "\n".join(out)
 
 
+def adaptive_rows(c):
+    """The adaptive hang detection beside the fixed timeout alone: fault -> trigger naming rank 1."""
+    rows = []
+    for mode, what in (("adaptive", "adaptive detection (10x learned p99, floor 0.5 s) under"),
+                       ("fixed", "fixed timeout alone, --hang-factor 0,")):
+        reps = c.get(mode) or []
+        named = sum(1 for x in reps if x.get("detected_ms") is not None)
+        adaptive = sum(1 for x in reps if x.get("adaptive"))
+        rows.append(Row(f"hang -> laggard named, {what} --hang-timeout {c['hang_timeout_s']}",
+                        col(reps, "detected_ms"), None, goal="<= 1000 ms" if mode == "adaptive" else None,
+                        goal_max=1000 if mode == "adaptive" else None, reps=len(reps),
+                        note="rhythm.py, %d ranks, %s ms steps, shim hung_collective at rank 1 step %d, timed from "
+                             "its fault event to the supervisor's trigger; report written after %s ms; laggard named "
+                             "in %d of %d, by the adaptive trigger in %d"
+                             % (c["world"], fmt_plain(c["step_ms"]), c["fault_step"], fmt(col(reps, "report_ms")),
+                                named, len(reps), adaptive)))
+    return rows
+
+
 def goals(r, runs=None, load_limit=1.0):
     """The goals, each a pass or miss as measured in this run (None: not
     measured, or cannot be decided, with why). `runs` (section -> its load)
@@ -296,6 +317,14 @@ def goals(r, runs=None, load_limit=1.0):
     else:
         add("launch at 8 ranks within 1.5x of spawning them directly (the floor)", "launch", None, None, "",
             why="launch not run")
+    c = r.get("adaptive")
+    if c and c.get("adaptive"):
+        fl, fixed = col(c["adaptive"], "detected_ms"), col(c.get("fixed"), "detected_ms")
+        add(f"a hang on {fmt_plain(c['step_ms'])} ms steps: laggard named within 1 s of the fault", "adaptive", fl,
+            1000, f"adaptive {fmt(fl)} ms, fixed --hang-timeout {c['hang_timeout_s']} alone {fmt(fixed)} ms")
+    else:
+        add("a hang on 50 ms steps: laggard named within 1 s of the fault", "adaptive", None, None, "",
+            why="adaptive not run")
     return out
 
 

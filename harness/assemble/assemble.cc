@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <set>
 
 #include "harness/diagnose/diagnose.h"
@@ -64,15 +65,18 @@ std::vector<RankReport> factRanks(const SupervisorRecord& rec) {
 
 void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
   report.root_cause = d.root_cause;
+  // By rank, not by search: a 4096-rank run would make this quadratic.
+  std::map<int, size_t> at;
+  for (size_t i = 0; i < report.ranks.size(); ++i) at.emplace(report.ranks[i].rank, i);
   for (const diagnose::RankVerdict& v : d.ranks) {
-    auto it = std::find_if(report.ranks.begin(), report.ranks.end(),
-                           [&](const RankReport& r) { return r.rank == v.rank; });
-    if (it == report.ranks.end()) {
+    auto found = at.find(v.rank);
+    if (found == at.end()) {
       RankReport rr;
       rr.rank = v.rank;
       report.ranks.push_back(rr);
-      it = report.ranks.end() - 1;
+      found = at.emplace(v.rank, report.ranks.size() - 1).first;
     }
+    auto it = report.ranks.begin() + static_cast<std::ptrdiff_t>(found->second);
     // The supervisor's facts win; the run directory fills what it did not see.
     if (!it->pid) it->pid = v.pid;
     if (!it->exit_code && !it->signal) {
@@ -82,7 +86,10 @@ void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
     if (it->stderr_tail.empty()) it->stderr_tail = v.stderr_tail;
     it->role = v.role;
     it->diagnosis = v.diagnosis;
+    if (!v.node.empty()) it->node = v.node;
+    if (!v.host.empty()) it->host = v.host;
   }
+  report.nodes = d.nodes;
   report.findings = d.findings;
   if (!d.unchecked.empty()) report.extra["unchecked_findings"] = diagnose::uncheckedJson(d.unchecked);
   if (!d.instruments.empty()) {
@@ -99,12 +106,14 @@ void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
       report.launcher.blamed_correctly = *report.root_cause->rank == *d.launcher_blamed_rank;
     }
   }
+  // An entry the supervisor's timeline already has (same rank, same words) is not added twice.
+  std::set<std::pair<int, std::string>> seen;
+  for (const TimelineEntry& o : report.timeline) seen.emplace(o.rank.value_or(-1), o.what);
   for (const TimelineEntry& t : d.timeline) {
-    const bool seen = std::any_of(report.timeline.begin(), report.timeline.end(), [&](const TimelineEntry& o) {
-      return o.rank == t.rank && o.what == t.what;
-    });
-    if (!seen) report.timeline.push_back(t);
+    if (seen.emplace(t.rank.value_or(-1), t.what).second) report.timeline.push_back(t);
   }
+  report.spans = d.spans;
+  report.spans_dropped = d.spans_dropped;
 }
 
 // clean / diagnosed, from the facts and the diagnosis.

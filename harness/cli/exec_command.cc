@@ -35,14 +35,22 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   so.hang_timeout_s = opts.hang_timeout_s;
   so.deadline_s = opts.deadline_s;
   so.grace_s = opts.grace_s;
+  so.adaptive.factor = opts.hang_factor;
+  so.adaptive.floor_s = opts.hang_floor_s;
   so.allow_cgroup = opts.allow_cgroup;
   if (so.launch.nproc < 1 || so.grace_s < 0 || so.hang_timeout_s < 0 || so.deadline_s < 0) {
     err << "faultline exec: --nproc must be >= 1 and times >= 0\n";
     return 2;
   }
-  // Scripted faults: the shim's go to every rank in FAULTLINE_FAULT, the
-  // supervisor's into the watch loop. One that no layer can strike is bad usage.
-  std::string shim_faults;
+  if (!(so.adaptive.factor >= 0) || !(so.adaptive.floor_s > 0)) {
+    err << "faultline exec: --hang-factor must be >= 0 (0: off) and --hang-floor > 0\n";
+    return 2;
+  }
+  // Scripted faults: the in-rank layer's (the Python shim, or the probe in a
+  // native trainer) go to every rank in FAULTLINE_FAULT, the supervisor's into
+  // the watch loop. One that no layer can strike is bad usage.
+  const probe::FaultLayer in_rank = probe::inRankLayer(false, opts.command);
+  std::string rank_faults;
   for (const std::string& text : opts.faults) {
     auto spec = probe::parseFaultSpec(text);
     if (spec) {
@@ -50,7 +58,7 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
         spec = tl::unexpected(ok.error());
       }
     }
-    auto layer = spec ? probe::chooseLayer(*spec, false) : tl::unexpected(spec.error());
+    auto layer = spec ? probe::chooseLayer(*spec, in_rank) : tl::unexpected(spec.error());
     if (layer && *layer == probe::FaultLayer::kShim && opts.instruments.python_shim_dir.empty()) {
       layer = tl::unexpected(std::string("the Python shim strikes it, and this run has none (--no-instrument, or no "
                                          "shim found): give by=supervisor for a signal, or run with the shim"));
@@ -62,10 +70,11 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     if (*layer == probe::FaultLayer::kSupervisor) {
       so.outside_faults.push_back(*spec);
     } else {
-      shim_faults += (shim_faults.empty() ? "" : ";") + spec->text();
+      rank_faults += (rank_faults.empty() ? "" : ";") + spec->text();
     }
   }
-  if (!shim_faults.empty()) so.launch.env["FAULTLINE_FAULT"] = shim_faults;
+  if (!rank_faults.empty()) so.launch.env["FAULTLINE_FAULT"] = rank_faults;
+  addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
   const RunLayout layout(so.out_dir);
   const auto wall_ms = [&] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();

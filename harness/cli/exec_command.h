@@ -14,7 +14,12 @@ namespace faultline::cli {
 struct ExecOptions {
   std::optional<int> nproc;
   std::string launcher;  // "" = builtin (CONTRACT.md: builtin is the default with --nproc)
-  double hang_timeout_s = 0;
+  // The fixed hang timeout, the upper bound of the adaptive detection: 5
+  // minutes with no progress, where Gloo's own default waits 30 and NCCL's
+  // watchdog 10. 0: off.
+  double hang_timeout_s = 300;
+  double hang_factor = 10;     // --hang-factor: adaptive detection (0: off)
+  double hang_floor_s = 0.5;   // --hang-floor
   double deadline_s = 0;
   double grace_s = 3;
   std::string out_dir = "faultline-out";
@@ -25,6 +30,8 @@ struct ExecOptions {
   // --fault KIND:rank=R:step=N... (repeatable): scripted faults, struck by the
   // Python shim inside the ranks or by the supervisor from outside (by=supervisor).
   std::vector<std::string> faults;
+  // --library-path PREFIX (repeatable): more library code (docs/DIAGNOSIS.md section 8).
+  std::vector<std::string> library_paths;
 };
 
 // Runs the stack and writes OUT/report.json and OUT/supervisor.json. Returns

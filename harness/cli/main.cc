@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "harness/agent/agent.h"
 #include "harness/cli/exec_command.h"
 #include "harness/cli/explain_command.h"
 #include "harness/cli/report_command.h"
@@ -48,13 +49,19 @@ int main(int argc, char** argv) {
   auto* exec_cmd = app.add_subcommand("exec", "observe and diagnose any command");
   auto* nproc_opt = exec_cmd->add_option("--nproc", nproc, "ranks to start (builtin launcher)");
   exec_cmd->add_option("--launcher", exec.launcher, "builtin | external")->check(CLI::IsMember({"builtin", "external"}));
-  exec_cmd->add_option("--hang-timeout", exec.hang_timeout_s, "seconds without progress that make a hang (0: off)");
+  exec_cmd->add_option("--hang-timeout", exec.hang_timeout_s,
+                       "seconds without progress that make a hang, the adaptive detection's upper bound (default 300; 0: off)");
+  exec_cmd->add_option("--hang-factor", exec.hang_factor,
+                       "adaptive hang detection: a wait this many times its collective's learned p99 (default 10; 0: off)");
+  exec_cmd->add_option("--hang-floor", exec.hang_floor_s, "adaptive hang detection: the least threshold in seconds (default 0.5)");
   exec_cmd->add_option("--deadline", exec.deadline_s, "wall-clock limit of the run in seconds (0: none)");
   exec_cmd->add_option("--grace", exec.grace_s, "SIGTERM to SIGKILL grace in seconds");
   exec_cmd->add_option("-o,--out", exec.out_dir, "run directory");
   exec_cmd->add_option("--fault", exec.faults,
                        "a scripted fault, KIND:rank=R:step=N (or collective=K, op=OP[:nth=N], after=T; arg=X; "
                        "by=supervisor), repeatable (docs/SCENARIOS.md)");
+  exec_cmd->add_option("--library-path", exec.library_paths,
+                       "a path prefix whose code is library code, not the user's (repeatable; docs/DIAGNOSIS.md)");
   bool exec_no_instrument = false;
   exec_cmd->add_flag("--no-instrument", exec_no_instrument,
                      "run the stack without the Python shim and the LD_PRELOAD interposer");
@@ -84,6 +91,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("SCENARIO", run_files, "scenario .toml files")->required();
   run_cmd->add_option("--stack", run_opts.stack, "run on this stack instead of the scenario's own")->check(stack_name);
   run_cmd->add_option("-o,--out", run_opts.out_dir, "run directory");
+  run_cmd->add_option("--library-path", run_opts.library_paths,
+                      "a path prefix whose code is library code, beside each scenario's [diagnose] library_paths (repeatable)");
   bool run_no_instrument = false;
   run_cmd->add_flag("--no-instrument", run_no_instrument, "without the Python shim and the LD_PRELOAD interposer");
   std::string run_fail_on = "error";
@@ -117,6 +126,14 @@ int main(int argc, char** argv) {
   bool stacks_json = false;
   auto* stacks_cmd = app.add_subcommand("stacks", "list the stacks this machine can drive and whether each works");
   stacks_cmd->add_flag("--json", stacks_json, "print them as JSON");
+
+  faultline::agent::AgentOptions agent_opts;
+  auto* agent_cmd = app.add_subcommand("agent", "run one node's part of a multi-node job and record it (docs/MULTINODE.md)");
+  agent_cmd->add_option("-o,--out", agent_opts.out_dir, "run directory (default: FAULTLINE_RUN_DIR)");
+  agent_cmd->add_option("--node", agent_opts.node, "this node's name (default with --slurm-task: SLURMD_NODENAME)");
+  agent_cmd->add_option("--link", agent_opts.link, "a network interface whose operstate is sampled every 50 ms");
+  agent_cmd->add_flag("--slurm-task", agent_opts.slurm_task,
+                      "COMMAND is one rank of a Slurm step: RANK, LOCAL_RANK, WORLD_SIZE, ... from SLURM_*");
 
   std::string report_dir;
   auto* report_cmd = app.add_subcommand("report", "re-render report files from report.json");
@@ -152,6 +169,20 @@ int main(int argc, char** argv) {
       return runExec(exec, std::cout, std::cerr);
     } catch (const std::exception& e) {
       std::cerr << "faultline exec: internal error: " << e.what() << "\n";
+      return 3;
+    }
+  }
+  if (*agent_cmd) {
+    if (!agent_cmd->remaining().empty()) {
+      std::cerr << "faultline agent: unexpected argument '" << agent_cmd->remaining().front()
+                << "' (faultline agent --node NAME [options] -- COMMAND [ARGS...])\n";
+      return 2;
+    }
+    agent_opts.command = command;
+    try {
+      return faultline::agent::runAgent(agent_opts, std::cerr);
+    } catch (const std::exception& e) {
+      std::cerr << "faultline agent: internal error: " << e.what() << "\n";
       return 3;
     }
   }

@@ -2,6 +2,7 @@
 #include "harness/cli/observe.h"
 
 #include <csignal>
+#include <filesystem>
 #include <ostream>
 
 #include "harness/model/run_layout.h"
@@ -31,10 +32,26 @@ Result<SupervisorRecord> superviseStack(const supervise::SuperviseOptions& so, s
   rec.notes = std::move(run->notes);
   rec.interrupted = run->interrupted;
   rec.instruments = RunInstruments{so.launch.instruments.python_shim_dir, so.launch.instruments.preload_library};
+  rec.library_paths = so.library_paths;
   if (auto w = writeSupervisorRecord(rec, RunLayout(so.out_dir).supervisorPath()); !w) {
     err << "faultline: " << w.error().str() << "\n";
   }
   return rec;
+}
+
+void addLibraryPaths(supervise::SuperviseOptions& so, const std::vector<std::string>& paths, const std::string& base) {
+  namespace fs = std::filesystem;
+  for (const std::string& p : paths) {
+    fs::path path(p);
+    if (path.is_relative()) path = fs::path(base) / path;
+    std::string abs = path.lexically_normal().string();
+    while (abs.size() > 1 && abs.back() == '/') abs.pop_back();
+    so.library_paths.push_back(abs);
+  }
+  if (so.library_paths.empty()) return;
+  std::string joined;
+  for (const std::string& p : so.library_paths) joined += (joined.empty() ? "" : ":") + p;
+  so.launch.env["FAULTLINE_LIBRARY_PATHS"] = joined;
 }
 
 }  // namespace faultline::cli

@@ -14,4 +14,10 @@ namespace faultline::cli {
 // returned record, also written to OUT/supervisor.json.
 Result<SupervisorRecord> superviseStack(const supervise::SuperviseOptions& opts, std::ostream& err);
 
+// Library path prefixes for the run (`--library-path`, `[diagnose]
+// library_paths`), each made absolute against `base` when relative: recorded
+// in supervisor.json for the diagnosis, and given to the shim in every
+// process as FAULTLINE_LIBRARY_PATHS (":"-separated).
+void addLibraryPaths(supervise::SuperviseOptions& so, const std::vector<std::string>& paths, const std::string& base);
+
 }  // namespace faultline::cli

@@ -123,6 +123,7 @@ launch::Tools findTools(const std::string& self_exe) {
   if (const char* v = std::getenv("FAULTLINE_TRAINER"); v && *v) t.trainer_override = v;
   t.torches = launch::discoverTorch(launch::torchInterpreterCandidates(), findTrainerDir(self_exe));
   t.gpus = launch::countGpus();
+  t.faultline_bin = self_exe;
   return t;
 }
 
@@ -137,7 +138,9 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     return report;  // nowhere to write it
   }
   auto port = launch::findFreePort();
-  const auto plan = launch::planStack(s, opts.stack, opts.tools, run_dir, port ? *port : 29500, dirOf(s.file));
+  launch::Tools tools = opts.tools;
+  if (!s.stack.instrument) tools.instruments = {};  // stack.instrument = false: as --no-instrument
+  const auto plan = launch::planStack(s, opts.stack, tools, run_dir, port ? *port : 29500, dirOf(s.file));
   if (plan.unsupported) {
     report = assemble::unsupportedReport(plan.stack, plan.torch, s.stack.world_size, *plan.unsupported);
   } else {
@@ -148,7 +151,11 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     so.hang_timeout_s = s.limits.hang_timeout_s;
     so.deadline_s = s.limits.deadline_s;
     so.grace_s = s.limits.grace_s;
+    so.adaptive.factor = s.limits.hang_factor;
+    so.adaptive.floor_s = s.limits.hang_floor_s;
     so.allow_cgroup = opts.allow_cgroup;
+    addLibraryPaths(so, s.library_paths, dirOf(s.file));
+    addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
     auto record = superviseStack(so, err);
     if (!record) {
       report = assemble::harnessErrorReport(plan.stack, plan.launch.command, record.error(), msSince(t0));
@@ -440,6 +447,22 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
     return 3;
   }
   out << "failure-mode catalog: " << o.catalog << "\n";
+  // One suite over every stack in the top directory: its index.html is the
+  // scenario x stack matrix, each cell linking into that stack's directory.
+  reports::Suite all;
+  for (const auto& [stack, suite] : stacks) {
+    for (auto e : suite.entries) {
+      e.run_dir = stack + "/" + e.run_dir;
+      if (e.stack.empty()) e.stack = stack;
+      all.entries.push_back(std::move(e));
+    }
+    all.wall_ms += suite.wall_ms;
+  }
+  if (auto w = reports::renderSuite(all, o.run.out_dir); !w) {
+    err << "faultline suite: " << w.error().str() << "\n";
+    return 3;
+  }
+  out << "every stack: " << o.run.out_dir << "/index.html\n";
   return status;
 }
 

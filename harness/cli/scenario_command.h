@@ -20,6 +20,7 @@ struct ScenarioRunOptions {
   bool allow_cgroup = true;
   bool instrument = true;  // false: --no-instrument (tools.instruments empty; a suite passes it on)
   ExitPolicy exit;         // --strict, --fail-on (a suite passes --fail-on on)
+  std::vector<std::string> library_paths;  // --library-path, besides each scenario's [diagnose] library_paths
 };
 
 // Runs one scenario into `run_dir` and writes report.json, supervisor.json,

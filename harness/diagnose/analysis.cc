@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "harness/diagnose/earlier_failure.h"
 #include "harness/diagnose/instruments.h"
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
@@ -75,7 +76,8 @@ std::string exitText(const RankInput& r) {
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, bool peer_failed_first) {
   RankState st;
   st.in = &r;
-  const Evidence* term = terminalError(r.errors);
+  const std::optional<Evidence> failure = rankFailure(r.errors);
+  const Evidence* term = failure ? &*failure : nullptr;
   const bool failed = failedExit(r) || (!r.exit_known && term) || (term && !term->collateral);
   if (term) {
     st.evidence = *term;
@@ -154,12 +156,23 @@ Analysis analyse(const RunInput& in) {
     if (td.started_ns > 0) teardown_ns = td.started_ns;
     for (const auto& s : td.signals) teardown_ns = teardown_ns ? std::min(*teardown_ns, s.t_ns) : s.t_ns;
   }
-  for (const auto& [r, ri] : in.ranks) {
-    bool peer_failed_first = false;
-    for (const auto& [o, other] : in.ranks) {
-      const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
-      peer_failed_first = peer_failed_first || (o != r && failed && other.exit_ns && ri.exit_ns && *other.exit_ns < *ri.exit_ns);
+  // Whether some other rank failed before each rank ended: the two earliest
+  // failing exits answer it for every rank (linear, not pairwise).
+  std::optional<std::pair<int64_t, int>> first_fail, second_fail;
+  for (const auto& [o, other] : in.ranks) {
+    const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
+    if (!failed || !other.exit_ns) continue;
+    const std::pair<int64_t, int> x{*other.exit_ns, o};
+    if (!first_fail || x < *first_fail) {
+      second_fail = first_fail;
+      first_fail = x;
+    } else if (!second_fail || x < *second_fail) {
+      second_fail = x;
     }
+  }
+  for (const auto& [r, ri] : in.ranks) {
+    const auto& other = first_fail && first_fail->second == r ? second_fail : first_fail;
+    const bool peer_failed_first = other && ri.exit_ns && other->first < *ri.exit_ns;
     a.states[r] = classifyRank(ri, teardown_ns, peer_failed_first);
   }
   for (const auto& [r, st] : a.states) {
@@ -209,12 +222,6 @@ std::string rankEvidenceText(const RankState& st) {
 
 std::string rankPrefix(std::optional<int> rank) { return rank ? "rank " + std::to_string(*rank) + ": " : std::string(); }
 
-std::string joinRanks(const std::vector<int>& v) {
-  std::string s;
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s;
-}
-
 std::vector<Layer> buildLayers(const RunInput& in, const RankState& st) {
   std::vector<Layer> layers;
   if (in.launcher && in.launcher->wrapper && !in.launcher->wrapper->type.empty()) {
@@ -235,8 +242,11 @@ std::vector<Layer> buildLayers(const RunInput& in, const RankState& st) {
     layers.push_back({"process", "rank " + std::to_string(st.in->rank) + " " + exitText(*st.in)});
   }
   if (st.has_evidence) {
-    for (const std::string& outer : st.evidence.chain) layers.push_back({"error", outer});
-    if (st.evidence.kind != Kind::kExitCode) layers.push_back({"error", describe(st.evidence)});
+    const Evidence& e = st.evidence;
+    for (const std::string& outer : e.chain) layers.push_back({"error", outer});
+    if (e.kind != Kind::kExitCode || !e.worker.empty() || !e.message.empty()) layers.push_back({"error", describe(e)});
+    if (const std::string native = describeNativeOrigin(e); !native.empty()) layers.push_back({"error", native});
+    for (const std::string& in : e.inner) layers.push_back({"error", in});
   }
   return layers;
 }

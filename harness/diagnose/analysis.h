@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/diagnose/rank_list.h"
 #include "harness/diagnose/run_input.h"
 #include "harness/model/report.h"
 
@@ -62,7 +63,6 @@ std::string exitText(const RankInput& r);            // "killed by SIGSEGV", "ex
 std::string rankEvidenceText(const RankState& st);   // exitText and what the evidence says
 std::string shortDescribe(const Evidence& e);        // describe(), the file as its base name
 std::string rankPrefix(std::optional<int> rank);     // "rank 1: " or ""
-std::string joinRanks(const std::vector<int>& v);    // "0, 2"
 // The onion, outermost first: what the launcher said, what the rank did, the error.
 std::vector<Layer> buildLayers(const RunInput& in, const RankState& st);
 // "write failed with ENOSPC on /ckpt/step4.pt (FAULTLINE_INJECT write:ENOSPC:rank=1)"

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <map>
 
+#include "harness/diagnose/node_rules.h"
+#include "harness/diagnose/spans.h"
+
 namespace faultline::diagnose {
 
 std::vector<RankVerdict> assignRoles(const Analysis& a, const std::optional<Candidate>& root) {
@@ -18,13 +21,23 @@ std::vector<RankVerdict> assignRoles(const Analysis& a, const std::optional<Cand
     RankVerdict v;
     v.rank = r;
     const RankInput& ri = *st.in;
-    if (root_rank && *root_rank == r) {
+    if (root && std::find(root->lost_ranks.begin(), root->lost_ranks.end(), r) != root->lost_ranks.end()) {
+      // Its whole node went away (or was cut off): it is lost, not at fault.
+      v.role = RankRole::kLost;
+      v.diagnosis = "lost with node " + rc->node.value_or("?") + ": " + exitText(ri);
+      if (st.has_evidence && st.evidence.collateral) v.diagnosis += "; " + shortDescribe(st.evidence);
+    } else if (root_rank && *root_rank == r) {
       v.role = RankRole::kRootCause;
       v.diagnosis = rc ? rc->summary : rankEvidenceText(st);
-    } else if (rc && rc->kind == Kind::kCollectiveMismatch &&
+    } else if (rc && rc->kind == Kind::kCollectiveMismatch && rc->blame != Blame::kAmbiguous &&
                std::find(rc->missing_ranks.begin(), rc->missing_ranks.end(), r) != rc->missing_ranks.end()) {
       v.role = RankRole::kRootCause;
       v.diagnosis = rc->summary;
+    } else if (rc && (rc->blame == Blame::kAllRanks || rc->blame == Blame::kRanks) &&
+               std::find(rc->ranks.begin(), rc->ranks.end(), r) != rc->ranks.end()) {
+      // Blamed together: each failed by its own fault, none after another's.
+      v.role = RankRole::kRootCause;
+      v.diagnosis = rankEvidenceText(st) + (rc->blame == Blame::kAllRanks ? " (as every rank did)" : "");
     } else {
       switch (st.cls) {
         case FailureClass::kNone:
@@ -52,7 +65,13 @@ std::vector<RankVerdict> assignRoles(const Analysis& a, const std::optional<Cand
       }
       if (std::find(waiting_ranks.begin(), waiting_ranks.end(), r) != waiting_ranks.end() &&
           v.role != RankRole::kRootCause) {
-        v.diagnosis += "; was waiting in " + rc->collective->op + " #" + std::to_string(rc->collective->seq);
+        // Read from a stack dump, a wait has no op and seq of the events.
+        v.diagnosis += rc->collective ? "; was waiting in " + rc->collective->op + " #" + std::to_string(rc->collective->seq)
+                                      : std::string("; was waiting in a collective (stack dump)");
+      }
+      if (rc && rc->blame == Blame::kAmbiguous &&
+          std::find(rc->ranks.begin(), rc->ranks.end(), r) != rc->ranks.end()) {
+        v.diagnosis += "; one of the candidates (ambiguous)";
       }
     }
     // Where it was in a hang is not known for a rank the shim could not trace.
@@ -70,7 +89,7 @@ std::vector<TimelineEntry> buildTimeline(const Analysis& a, const std::optional<
   // When each rank failed.
   for (const auto& [r, st] : a.states) {
     if (st.t_ns && st.cls != FailureClass::kNone && st.t_precise) {
-      t.push_back({tms(*st.t_ns), r, "rank " + std::to_string(r) + " " + rankEvidenceText(st)});
+      t.push_back({tms(*st.t_ns), r, "rank " + std::to_string(r) + " " + rankEvidenceText(st), TimelineKind::kFailure});
     }
   }
   // What each rank's own events say, so a timeline shows steps, the injected
@@ -85,14 +104,14 @@ std::vector<TimelineEntry> buildTimeline(const Analysis& a, const std::optional<
     for (const Event& e : evs) {
       if (e.t <= 0) continue;
       if (e.ev == "fault" && e.kind == "syscall") {
-        if (!syscall_marked) t.push_back({tms(e.t), r, "fault injected: " + injectedSyscall(e)});
+        if (!syscall_marked) t.push_back({tms(e.t), r, "fault injected: " + injectedSyscall(e), TimelineKind::kFault});
         syscall_marked = true;
       } else if (e.ev == "fault") {
-        t.push_back({tms(e.t), r, "fault " + e.kind + " injected at step " + std::to_string(e.step)});
+        t.push_back({tms(e.t), r, "fault " + e.kind + " injected at step " + std::to_string(e.step), TimelineKind::kFault});
       } else if (e.ev == "pg_init") {
-        t.push_back({tms(e.t), r, "process group up (" + e.backend + ")"});
+        t.push_back({tms(e.t), r, "process group up (" + e.backend + ")", TimelineKind::kStart});
       } else if (e.ev == "step_end" && e.step % every == 0) {
-        t.push_back({tms(e.t), r, "step " + std::to_string(e.step) + " done"});
+        t.push_back({tms(e.t), r, "step " + std::to_string(e.step) + " done", TimelineKind::kStep});
       } else if (e.ev == "collective_begin") {
         open[e.seq] = &e;
       } else if (e.ev == "collective_end") {
@@ -100,13 +119,16 @@ std::vector<TimelineEntry> buildTimeline(const Analysis& a, const std::optional<
       }
     }
     for (const auto& [seq, e] : open) {
-      t.push_back({tms(e->t), r, "entered " + e->op + " #" + std::to_string(seq) + ", never left"});
+      t.push_back({tms(e->t), r, "entered " + e->op + " #" + std::to_string(seq) + ", never left", TimelineKind::kStuck});
     }
   }
   if (root && root->root_rank && a.states.count(*root->root_rank) && a.states.at(*root->root_rank).t_precise) {
     if (const auto& ns = a.states.at(*root->root_rank).t_ns) {
-      t.push_back({tms(*ns), root->cause.rank, "root cause: " + root->cause.summary});
+      t.push_back({tms(*ns), root->cause.rank, "root cause: " + root->cause.summary, TimelineKind::kRootCause});
     }
+  }
+  if (root && root->node_t_ns && *root->node_t_ns > 0) {
+    t.push_back({tms(*root->node_t_ns), std::nullopt, "root cause: " + root->cause.summary, TimelineKind::kRootCause});
   }
   std::stable_sort(t.begin(), t.end(), [](const TimelineEntry& x, const TimelineEntry& y) { return x.t_ms < y.t_ms; });
   return t;
@@ -118,7 +140,11 @@ Diagnosis analyzeRun(const RunInput& in) {
   Diagnosis d;
   if (root) d.root_cause = root->cause;
   d.ranks = assignRoles(a, root);
+  d.nodes = nodeReports(in, root);
   d.timeline = buildTimeline(a, root);
+  SpanSet spans = buildSpans(a);
+  d.spans = std::move(spans.spans);
+  d.spans_dropped = spans.dropped;
   return d;
 }
 

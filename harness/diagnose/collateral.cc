@@ -17,6 +17,8 @@ std::string collateralKindName(CollateralKind k) {
       return "the store/rendezvous timed out";
     case CollateralKind::kTeardownSignal:
       return "stopped by a teardown signal";
+    case CollateralKind::kNetworkLost:
+      return "the network to a peer was lost";
   }
   return "collateral";
 }
@@ -31,6 +33,14 @@ std::optional<CollateralKind> classifyCollateral(std::string_view text) {
       {"Connection reset by peer", CollateralKind::kPeerClosed},
       {"Broken pipe", CollateralKind::kPeerClosed},
       {"ECONNRESET", CollateralKind::kPeerClosed},
+      // torch 2.x's store client when its peer's socket closed (c10::DistNetworkError).
+      {"Failed to recv, got 0 bytes", CollateralKind::kPeerClosed},
+      {"failed to recv, got 0 bytes", CollateralKind::kPeerClosed},
+      {"Connection was likely closed", CollateralKind::kPeerClosed},
+      {"No route to host", CollateralKind::kNetworkLost},
+      {"Network is unreachable", CollateralKind::kNetworkLost},
+      {"EHOSTUNREACH", CollateralKind::kNetworkLost},
+      {"ENETUNREACH", CollateralKind::kNetworkLost},
       {"Timed out waiting", CollateralKind::kCollectiveTimeout},
       {"Watchdog caught collective operation timeout", CollateralKind::kCollectiveTimeout},
       {"Some NCCL operations have failed or timed out", CollateralKind::kCollectiveTimeout},
@@ -46,6 +56,8 @@ std::optional<CollateralKind> classifyCollateral(std::string_view text) {
       {"waiting for clients", CollateralKind::kStoreTimeout},
       {"client socket has failed to connect", CollateralKind::kStoreTimeout},
       {"client socket has timed out", CollateralKind::kStoreTimeout},
+      {"TCP client failed to connect", CollateralKind::kStoreTimeout},
+      {"DistNetworkError", CollateralKind::kPeerClosed},
       {"Wait timeout", CollateralKind::kStoreTimeout},
       {"SignalException", CollateralKind::kTeardownSignal},
       {"got signal: 15", CollateralKind::kTeardownSignal},
@@ -55,6 +67,11 @@ std::optional<CollateralKind> classifyCollateral(std::string_view text) {
     if (contains(text, p.needle)) return p.kind;
   }
   if (startsWith(trim(text), "KeyboardInterrupt")) return CollateralKind::kTeardownSignal;
+  // Gloo raises IoException only for its connections to peers. Its message
+  // says which (matched above); a rank stopped as it printed it leaves only
+  // "terminate called after throwing an instance of 'gloo::IoException'",
+  // the type alone, and that is still a peer's failure, not its own.
+  if (startsWith(trim(text), "gloo::IoException")) return CollateralKind::kRemoteError;
   return std::nullopt;
 }
 

@@ -15,6 +15,7 @@ enum class CollateralKind {
   kRemoteError,      // NCCL "remote process exited", ncclRemoteError, communicator aborted
   kStoreTimeout,     // TCPStore / rendezvous timeouts and refused connections
   kTeardownSignal,   // SIGTERM/SIGINT sent by the launcher: KeyboardInterrupt, SignalException
+  kNetworkLost,      // the way to a peer is gone: "No route to host", "Network is unreachable" (a node cut off)
 };
 std::string collateralKindName(CollateralKind k);
 

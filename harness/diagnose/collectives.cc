@@ -2,6 +2,7 @@
 #include "harness/diagnose/collectives.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 #include "harness/diagnose/rank_list.h"
@@ -13,7 +14,10 @@ struct Call {
   std::string op;
   int64_t numel = -1;
   bool ended = false;
+  const Event* begin = nullptr;  // its collective_begin (site, callers, rank_cond)
 };
+
+using Key = std::pair<std::string, int64_t>;  // (op, numel)
 
 // seq -> call, per rank.
 std::map<int, std::map<int64_t, Call>> collect(const std::map<int, const EventLog*>& logs) {
@@ -26,6 +30,7 @@ std::map<int, std::map<int64_t, Call>> collect(const std::map<int, const EventLo
         Call& c = calls[e.seq];
         c.op = e.op;
         c.numel = e.numel;
+        c.begin = &e;
       } else if (e.ev == "collective_end") {
         Call& c = calls[e.seq];
         if (c.op.empty()) c.op = e.op;
@@ -40,7 +45,86 @@ std::string ranksWord(const std::vector<int>& v) {
   return (v.size() == 1 ? "rank " : "ranks ") + joinRanks(v, ListStyle::kAnd);
 }
 
+// One side: the ranks that made `call` (null: no call at that seq).
+CollectiveSide sideOf(const std::vector<int>& ranks, const Call* call) {
+  CollectiveSide s;
+  s.ranks = ranks;
+  if (!call) return s;
+  s.op = call->op;
+  if (call->numel >= 0) s.numel = call->numel;
+  if (call->begin) {
+    s.site = call->begin->site;
+    s.callers = call->begin->callers;
+    s.rank_condition = call->begin->rank_cond;
+  }
+  return s;
+}
+
+// " (train.py:40, under `if rank == 0`)"
+std::string whereText(const CollectiveSide& s) {
+  std::string cond;
+  if (!s.rank_condition.empty()) {
+    // "FILE:LINE: if TEST" -> "if TEST"
+    const size_t p = s.rank_condition.find(": ");
+    cond = "under `" + (p == std::string::npos ? s.rank_condition : s.rank_condition.substr(p + 2)) + "`";
+  }
+  if (s.site.empty() && cond.empty()) return "";
+  return " (" + shortSite(s.site) + (s.site.empty() || cond.empty() ? "" : ", ") + cond + ")";
+}
+
+std::string callText(const CollectiveSide& s) {
+  return s.op + (s.numel ? " of " + std::to_string(*s.numel) + " elements" : "") + whereText(s);
+}
+
+// The calls every rank made before `seq`, and the calls any rank made before it.
+struct History {
+  std::set<Key> by_every, by_any;
+};
+
+History historyBefore(const std::map<int, std::map<int64_t, Call>>& calls, int64_t seq) {
+  History h;
+  bool first = true;
+  for (const auto& [r, m] : calls) {
+    std::set<Key> mine;
+    for (const auto& [s, c] : m) {
+      if (s >= seq) break;
+      if (!c.op.empty()) mine.insert({c.op, c.numel});
+    }
+    h.by_any.insert(mine.begin(), mine.end());
+    if (first) {
+      h.by_every = mine;
+      first = false;
+    } else {
+      std::set<Key> both;
+      std::set_intersection(h.by_every.begin(), h.by_every.end(), mine.begin(), mine.end(),
+                            std::inserter(both, both.end()));
+      h.by_every = std::move(both);
+    }
+  }
+  return h;
+}
+
+void blameSide(CollectiveVerdict& v, const std::vector<int>& ranks, std::string why) {
+  v.culprits = ranks;
+  v.blame = ranks.size() == 1 ? Blame::kRank : Blame::kRanks;
+  if (ranks.size() == 1) v.rank = ranks.front();
+  v.why = std::move(why);
+}
+
+void ambiguous(CollectiveVerdict& v) {
+  v.blame = Blame::kAmbiguous;
+  v.culprits.clear();
+  for (const CollectiveSide& s : v.sides) v.culprits.insert(v.culprits.end(), s.ranks.begin(), s.ranks.end());
+  std::sort(v.culprits.begin(), v.culprits.end());
+  v.rank.reset();
+}
+
 }  // namespace
+
+std::string shortSite(const std::string& site) {
+  const size_t s = site.rfind('/');
+  return s == std::string::npos ? site : site.substr(s + 1);
+}
 
 std::optional<CollectiveVerdict> findCollectiveMismatch(const std::map<int, const EventLog*>& logs) {
   const auto calls = collect(logs);
@@ -49,53 +133,105 @@ std::optional<CollectiveVerdict> findCollectiveMismatch(const std::map<int, cons
   for (const auto& [r, m] : calls) {
     for (const auto& [s, c] : m) seqs.insert(s);
   }
-  std::set<std::pair<std::string, int64_t>> seen;  // (op, numel) used before this seq
   for (int64_t s : seqs) {
-    std::map<std::pair<std::string, int64_t>, std::vector<int>> by;
+    std::map<Key, std::vector<int>> by;
+    std::map<Key, const Call*> example;
     for (const auto& [r, m] : calls) {
       auto it = m.find(s);
-      if (it != m.end() && !it->second.op.empty()) by[{it->second.op, it->second.numel}].push_back(r);
+      if (it == m.end() || it->second.op.empty()) continue;
+      const Key k{it->second.op, it->second.numel};
+      by[k].push_back(r);
+      // The side's call as its first rank with a site made it.
+      if (!example.count(k) || (!example[k]->begin && it->second.begin)) example[k] = &it->second;
     }
-    if (by.size() > 1) {
-      // The odd rank: in the minority; on a tie, the one whose call was never seen before.
-      size_t best = 0;
-      for (const auto& [k, rs] : by) best = std::max(best, rs.size());
-      std::vector<std::pair<std::pair<std::string, int64_t>, std::vector<int>>> majority, minority;
-      for (const auto& kv : by) (kv.second.size() == best ? majority : minority).push_back(kv);
-      if (majority.size() > 1) {
-        std::vector<decltype(majority)::value_type> fresh, known;
-        for (const auto& kv : majority) (seen.count(kv.first) ? known : fresh).push_back(kv);
-        if (fresh.size() == 1 && !known.empty()) {
-          minority.push_back(fresh[0]);
-          majority = known;
-        }
+    if (by.size() < 2) continue;
+    CollectiveVerdict v;
+    v.kind = Kind::kCollectiveMismatch;
+    std::vector<CollectiveSide> sides;
+    for (const auto& [k, rs] : by) sides.push_back(sideOf(rs, example.at(k)));
+    for (const auto& [r, m] : calls) {
+      auto it = m.rbegin();
+      if (it != m.rend() && !it->second.ended) v.waiting.push_back(r);
+    }
+    // 1. The only side under a rank condition took the path the others did not.
+    std::vector<size_t> conditional;
+    for (size_t i = 0; i < sides.size(); ++i) {
+      if (!sides[i].rank_condition.empty()) conditional.push_back(i);
+    }
+    std::optional<size_t> odd;
+    std::string why;
+    if (conditional.size() == 1 && sides.size() == 2) {
+      odd = conditional.front();
+      why = "its call runs only on some ranks (" + shortSite(sides[*odd].rank_condition) + ")";
+    }
+    // 2. A strict majority: every other side is odd.
+    size_t best = 0, at_best = 0;
+    for (const CollectiveSide& sd : sides) best = std::max(best, sd.ranks.size());
+    for (const CollectiveSide& sd : sides) at_best += sd.ranks.size() == best ? 1 : 0;
+    std::optional<size_t> majority;
+    if (at_best == 1) {
+      for (size_t i = 0; i < sides.size(); ++i) {
+        if (sides[i].ranks.size() == best) majority = i;
       }
-      CollectiveVerdict v;
-      v.kind = Kind::kCollectiveMismatch;
-      const auto& [mkey, mranks] = majority.front();
-      v.collective = CollectiveRef{mkey.first, s};
-      std::vector<int> odd;
+    }
+    // 3. The pattern: every rank made one side's call before, no rank the other's.
+    if (!odd && !majority && sides.size() == 2) {
+      const History h = historyBefore(calls, s);
+      const Key k0{sides[0].op, sides[0].numel.value_or(-1)}, k1{sides[1].op, sides[1].numel.value_or(-1)};
+      const bool known0 = h.by_every.count(k0), known1 = h.by_every.count(k1);
+      const bool fresh0 = !h.by_any.count(k0), fresh1 = !h.by_any.count(k1);
+      if (known0 && fresh1) odd = 1;
+      if (known1 && fresh0) odd = 0;
+      if (odd) {
+        why = "every rank made the other call in earlier collectives; this one no rank made before";
+      }
+    }
+    if (odd) {
+      // The blamed side first, then the others.
+      std::vector<CollectiveSide> ordered{sides[*odd]};
+      for (size_t i = 0; i < sides.size(); ++i) {
+        if (i != *odd) ordered.push_back(sides[i]);
+      }
+      v.sides = ordered;
+      blameSide(v, sides[*odd].ranks, why);
+      v.missing = sides[*odd].ranks;
+      const CollectiveSide& other = v.sides[1];
+      v.collective = CollectiveRef{other.op, s};
+      v.detail = ranksWord(v.sides[0].ranks) + " called " + callText(v.sides[0]) + " at collective #" +
+                 std::to_string(s) + " while " + ranksWord(other.ranks) + " called " + callText(other);
+      for (size_t i = 2; i < v.sides.size(); ++i) {
+        v.detail += " and " + ranksWord(v.sides[i].ranks) + " " + callText(v.sides[i]);
+      }
+    } else if (majority) {
+      const CollectiveSide& maj = sides[*majority];
+      std::vector<CollectiveSide> ordered;
+      std::vector<int> oddr;
       std::string what;
-      for (const auto& [k, rs] : minority) {
-        odd.insert(odd.end(), rs.begin(), rs.end());
-        what += (what.empty() ? "" : ", ") + k.first + " of " + std::to_string(k.second) + " elements";
+      for (size_t i = 0; i < sides.size(); ++i) {
+        if (i == *majority) continue;
+        ordered.push_back(sides[i]);
+        oddr.insert(oddr.end(), sides[i].ranks.begin(), sides[i].ranks.end());
+        what += (what.empty() ? "" : ", ") + callText(sides[i]);
       }
-      std::sort(odd.begin(), odd.end());
-      if (odd.size() == 1 && majority.size() == 1) v.rank = odd.front();
-      v.missing = odd;
-      for (const auto& [r, m] : calls) {
-        auto it = m.rbegin();
-        if (it != m.rend() && !it->second.ended) v.waiting.push_back(r);
+      std::sort(oddr.begin(), oddr.end());
+      ordered.push_back(maj);
+      v.sides = ordered;
+      blameSide(v, oddr, "");
+      v.missing = oddr;
+      v.collective = CollectiveRef{maj.op, s};
+      v.detail = ranksWord(oddr) + " called " + what + " at collective #" + std::to_string(s) + " while " +
+                 ranksWord(maj.ranks) + " called " + callText(maj);
+    } else {
+      v.sides = sides;
+      ambiguous(v);
+      v.collective = CollectiveRef{sides.front().op, s};
+      std::string each;
+      for (const CollectiveSide& sd : sides) {
+        each += (each.empty() ? "" : ", ") + ranksWord(sd.ranks) + " called " + callText(sd);
       }
-      if (majority.size() == 1 && !odd.empty()) {
-        v.detail = ranksWord(odd) + " called " + what + " at collective #" + std::to_string(s) + " while " +
-                   ranksWord(mranks) + " called " + mkey.first + " of " + std::to_string(mkey.second) + " elements";
-      } else {
-        v.detail = "ranks disagree at collective #" + std::to_string(s);
-      }
-      return v;
+      v.detail = "ranks disagree at collective #" + std::to_string(s) + ": " + each;
     }
-    for (const auto& [k, rs] : by) seen.insert(k);
+    return v;
   }
   return std::nullopt;
 }
@@ -123,17 +259,25 @@ std::optional<CollectiveVerdict> findHungCollective(const std::map<int, const Ev
   CollectiveVerdict v;
   v.kind = Kind::kHungCollective;
   v.waiting = waiting;
+  std::vector<int> entered;
+  const Call* their_call = nullptr;
   for (int64_t s : seqs) {
-    std::vector<int> missing;
-    std::string op;
+    std::vector<int> missing, in;
+    const Call* call = nullptr;
     for (const auto& [r, m] : calls) {
       auto it = m.find(s);
-      if (it == m.end()) missing.push_back(r);
-      else if (op.empty()) op = it->second.op;
+      if (it == m.end()) {
+        missing.push_back(r);
+      } else {
+        in.push_back(r);
+        if (!call || (!call->begin && it->second.begin)) call = &it->second;
+      }
     }
     if (!missing.empty()) {
-      v.collective = CollectiveRef{op, s};
+      v.collective = CollectiveRef{call ? call->op : "", s};
       v.missing = missing;
+      entered = in;
+      their_call = call;
       break;
     }
   }
@@ -150,13 +294,43 @@ std::optional<CollectiveVerdict> findHungCollective(const std::map<int, const Ev
                " that every rank entered";
     return v;
   }
-  if (v.missing.size() == 1) v.rank = v.missing.front();
   std::vector<int> waiters_here;
   for (int r : waiting) {
     if (std::find(v.missing.begin(), v.missing.end(), r) == v.missing.end()) waiters_here.push_back(r);
   }
   v.waiting = waiters_here;
+  const CollectiveSide in_side = sideOf(entered, their_call);
+  CollectiveSide out_side = sideOf(v.missing, nullptr);
+  if (entered.size() > v.missing.size()) {
+    // A majority entered it: the ranks missing from it are the odd ones.
+    v.sides = {out_side, in_side};
+    blameSide(v, v.missing, "");
+  } else {
+    const int64_t s = v.collective.seq;
+    // Ranks that numbered a later call but never made this one skipped it.
+    std::vector<int> skipped;
+    for (int r : v.missing) {
+      const auto& m = calls.at(r);
+      if (!m.empty() && m.rbegin()->first > s) skipped.push_back(r);
+    }
+    const History h = historyBefore(calls, s);
+    const bool kept = their_call && h.by_every.count({their_call->op, their_call->numel});
+    if (!in_side.rank_condition.empty()) {
+      v.sides = {in_side, out_side};
+      blameSide(v, entered, "its call runs only on some ranks (" + shortSite(in_side.rank_condition) + ")");
+    } else if (skipped == v.missing) {
+      v.sides = {out_side, in_side};
+      blameSide(v, v.missing, "it went on to later collectives without this one");
+    } else if (kept) {
+      v.sides = {out_side, in_side};
+      blameSide(v, v.missing, "every rank made this call in earlier collectives");
+    } else {
+      v.sides = {in_side, out_side};
+      ambiguous(v);
+    }
+  }
   v.detail = ranksWord(v.missing) + " never entered " + v.collective.op + " #" + std::to_string(v.collective.seq);
+  if (!in_side.site.empty() || !in_side.rank_condition.empty()) v.detail += whereText(in_side);
   if (!waiters_here.empty()) v.detail += "; " + ranksWord(waiters_here) + " waited in a collective";
   return v;
 }

@@ -28,6 +28,8 @@ Result<Diagnosis> diagnoseRun(const std::string& run_dir) {
       v.pid = ri.pid;
       v.exit_code = ri.exit_code;
       v.signal = ri.signal;
+      v.node = ri.node;
+      v.host = ri.host;
       // The rank's own stderr file, else its lines in the launcher's logs.
       v.stderr_tail = fileTail(layout.rankStderr(v.rank), kStderrTailBytes);
       if (v.stderr_tail.empty()) v.stderr_tail = ri.stderr_tail;

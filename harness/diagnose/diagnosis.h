@@ -24,12 +24,16 @@ struct RankVerdict {
   std::optional<int> exit_code;
   std::optional<std::string> signal;
   std::string stderr_tail;  // ranks/R/stderr's last 64 KiB, else the rank's lines in the launcher's logs
+  std::string node, host;   // multi-node: where it ran; "" on one node
 };
 
 struct Diagnosis {
   std::optional<RootCause> root_cause;  // null: the run was clean
   std::vector<RankVerdict> ranks;       // by rank
+  std::vector<NodeReport> nodes;        // multi-node: every node (node_rules.h); empty on one node
   std::vector<TimelineEntry> timeline;  // t_ms since the run started
+  std::vector<Span> spans;              // steps and collectives per rank (spans.h)
+  int64_t spans_dropped = 0;
   std::vector<Finding> findings;
   std::vector<UncheckedFinding> unchecked;      // finding kinds that could not be looked for
   std::map<int, RankInstruments> instruments;   // ranks that wrote `instrument` events

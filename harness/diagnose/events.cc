@@ -205,7 +205,8 @@ std::string* stringField(Event& e, std::string_view key) {
       {"file", &Event::file},     {"backend", &Event::backend}, {"device", &Event::device},
       {"call", &Event::call},     {"errno", &Event::err},     {"rule", &Event::rule},
       {"addr", &Event::addr},     {"patch", &Event::patch},   {"error", &Event::error},
-      {"torch", &Event::torch},
+      {"torch", &Event::torch},   {"thread", &Event::thread}, {"traceback", &Event::traceback},
+      {"site", &Event::site},     {"rank_cond", &Event::rank_cond}, {"at", &Event::at},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);
@@ -257,14 +258,14 @@ bool parseInto(std::string_view line, Event& e) {
           *f = isAscii(sval) ? sval : sanitizeUtf8(sval);
           if (key == "ev") has_ev = true;
         }
-      } else if (p == '[' && (key == "indices" || key == "stack")) {
+      } else if (p == '[' && (key == "indices" || key == "stack" || key == "callers")) {
         c.eat('[');
         if (!c.eat(']')) {
           while (true) {
-            if (key == "stack") {
+            if (key == "stack" || key == "callers") {
               if (c.peek() == '"') {
                 if (!c.string(sval)) return false;
-                e.stack.push_back(sanitizeUtf8(sval));
+                (key == "stack" ? e.stack : e.callers).push_back(sanitizeUtf8(sval));
               } else if (!c.skipValue()) {
                 return false;
               }

@@ -25,7 +25,17 @@ struct Event {
   // whether it applied (unset when the line has no boolean "applied"), the
   // error when it did not, and the torch version it met.
   std::string patch, error, torch;
+  // An `error` event of the shim: the thread it ended (not the main one), and
+  // the exception as Python prints it, chain included.
+  std::string thread, traceback;
   std::optional<bool> applied;
+  // collective_begin (issue 18): where the call came from, the innermost
+  // frame outside torch ("train.py:42"), the next frames outward, and the
+  // enclosing rank condition when there is one ("train.py:40: if rank == 0:").
+  std::string site, rank_cond;
+  std::vector<std::string> callers;
+  // fingerprint: when it was taken (ddp_init, ddp_ready, optimizer_step); "" read as ddp_init.
+  std::string at;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

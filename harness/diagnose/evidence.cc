@@ -23,7 +23,16 @@ std::string describe(const Evidence& e) {
     std::string file = e.location->file;
     s += " (" + file + ":" + std::to_string(e.location->line) + ")";
   }
+  if (!e.thread.empty()) s += " in thread " + e.thread;
+  if (!e.worker.empty() && e.message.find(e.worker) == std::string::npos) s += " in " + e.worker;
   return s;
+}
+
+std::string describeNativeOrigin(const Evidence& e) {
+  if (!e.native_location) return {};
+  std::string s = "raised in C++";
+  if (!e.native_function.empty()) s += " from " + e.native_function;
+  return s + " at " + e.native_location->file + ":" + std::to_string(e.native_location->line);
 }
 
 void refineKind(Evidence& e) {

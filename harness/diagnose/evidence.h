@@ -26,12 +26,27 @@ struct Evidence {
   std::optional<int64_t> t_ns;    // when it happened, if the evidence says
   std::string origin;             // "stderr", "error.json", "events.jsonl", "launcher"
   std::vector<std::string> chain;  // outer layers of an exception chain, outermost first
+  std::vector<std::string> inner;  // layers inside it that name no failure (a bare StopIteration), outermost first
+  std::string thread;              // the thread it killed, when not the main thread ("prefetch")
+  std::string worker;              // the worker process it killed ("DataLoader worker (pid 123)")
+  // Where C++ raised it: c10's "Exception raised from FUNC at FILE:LINE" in the
+  // message of a RuntimeError (location stays the user's Python frame).
+  std::optional<Location> native_location;
+  std::string native_function;
+  // The frames location was picked from, outermost first: a policy with more
+  // library paths picks again (pickLocation).
+  std::vector<Location> frames;
+  std::vector<std::string> frame_sources;  // the source line of each frame, "" when not shown
   std::string note;               // e.g. "possible OOM kill"
   std::string function;           // innermost user function of a native backtrace
 };
 
-// "NameError: name 'c' is not defined (train.py:42)" style one-liner.
+// "NameError: name 'c' is not defined (train.py:42)" style one-liner; " in
+// thread NAME" when it ended a thread.
 std::string describe(const Evidence& e);
+// The native origin as a layer: "raised in C++ from meta at ./aten/src/ATen/native/LinearAlgebra.cpp:73";
+// "" without one.
+std::string describeNativeOrigin(const Evidence& e);
 
 // Upgrades the kind from what the text says: an exception whose message is a
 // loader's "undefined symbol: X" is undefined_symbol (X demangled); one that

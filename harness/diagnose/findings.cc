@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "harness/diagnose/instruments.h"
@@ -28,14 +29,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-// Nearest-rank percentile, p in [0, 1].
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t k = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
-  return v[k == 0 ? 0 : k - 1];
-}
-
 // Why `what` is not fully observed on this rank; nullopt when it is, or when
 // the rank says nothing about its patches.
 std::optional<std::string> gapOf(const RankInput& r, ShimEvidence what) {
@@ -45,47 +38,150 @@ std::optional<std::string> gapOf(const RankInput& r, ShimEvidence what) {
 
 }  // namespace
 
-std::vector<Finding> findSeedMismatch(const RunInput& in) {
-  // step -> rank -> hash, for parameter fingerprints.
-  std::map<int64_t, std::map<int, std::string>> by_step;
+namespace {
+
+// Where a fingerprint was taken, in run order: before DDP's broadcast (the
+// shim's ddp_init; a probe's step 0, which has no `at`), right after it
+// (ddp_ready), then at optimizer steps (the shim) or training steps (a probe).
+struct Point {
+  int order = 0;  // 0 init, 1 ddp_ready, 2 during training
+  int64_t step = 0;
+  bool operator<(const Point& o) const { return std::tie(order, step) < std::tie(o.order, o.step); }
+};
+
+Point pointOf(const Event& e) {
+  if (e.at == "ddp_init" || (e.at.empty() && e.step <= 0)) return {0, e.step};
+  if (e.at == "ddp_ready") return {1, e.step};
+  return {2, e.step};
+}
+
+std::string pointText(const Point& p) {
+  if (p.order == 0) return "at init (step " + std::to_string(p.step) + ")";
+  if (p.order == 1) return "right after DDP's broadcast";
+  return "at step " + std::to_string(p.step);
+}
+
+// point -> rank -> hash, of one fingerprint `what` (params, buffers).
+using Prints = std::map<Point, std::map<int, std::string>>;
+
+Prints fingerprints(const RunInput& in, const std::string& what) {
+  Prints out;
   for (const auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {
-      if (e.ev == "fingerprint" && (e.what == "params" || e.what.empty()) && !e.hash.empty()) {
-        by_step[e.step][r] = e.hash;
-      }
+      if (e.ev != "fingerprint" || e.hash.empty()) continue;
+      if ((e.what.empty() ? std::string("params") : e.what) == what) out[pointOf(e)][r] = e.hash;
     }
   }
-  for (const auto& [step, hashes] : by_step) {
-    if (hashes.size() < 2) continue;
-    std::map<std::string, std::vector<int>> groups;
-    for (const auto& [r, h] : hashes) groups[h].push_back(r);
-    if (groups.size() < 2) continue;
-    // The ranks outside the largest group (ties: the group holding the lowest rank) differ.
-    const std::vector<int>* major = nullptr;
-    for (const auto& [h, rs] : groups) {
-      if (!major || rs.size() > major->size() || (rs.size() == major->size() && rs.front() < major->front())) {
-        major = &rs;
-      }
+  return out;
+}
+
+// The ranks outside the largest group of equal hashes (ties: the group
+// holding the lowest rank), and the groups as evidence; empty when all agree.
+std::vector<int> oddRanks(const std::map<int, std::string>& hashes, std::string& evidence) {
+  std::map<std::string, std::vector<int>> groups;
+  for (const auto& [r, h] : hashes) groups[h].push_back(r);
+  if (groups.size() < 2) return {};
+  const std::vector<int>* major = nullptr;
+  for (const auto& [h, rs] : groups) {
+    if (!major || rs.size() > major->size() || (rs.size() == major->size() && rs.front() < major->front())) {
+      major = &rs;
     }
-    std::vector<int> odd;
-    std::string evidence;
-    for (const auto& [h, rs] : groups) {
-      evidence += (evidence.empty() ? "" : "; ") + std::string("ranks ") + joinRanks(rs) + ": " + h;
-      if (&rs != major) odd.insert(odd.end(), rs.begin(), rs.end());
-    }
-    std::sort(odd.begin(), odd.end());
-    Finding f;
-    f.kind = Kind::kSeedMismatch;
-    f.ranks = odd;
-    f.severity = "error";
-    const bool at_init = step == by_step.begin()->first;
-    f.summary = std::string("parameter fingerprints differ across ranks ") +
-                (at_init ? "at init (step " + std::to_string(step) + ")" : "from step " + std::to_string(step)) +
-                ": rank" + (odd.size() == 1 ? " " : "s ") + joinRanks(odd) + " diverged";
-    f.evidence = "params fingerprint at step " + std::to_string(step) + ": " + evidence;
-    return {f};
   }
-  return {};
+  std::vector<int> odd;
+  for (const auto& [h, rs] : groups) {
+    evidence += (evidence.empty() ? "" : "; ") + std::string("ranks ") + joinRanks(rs) + ": " + h;
+    if (&rs != major) odd.insert(odd.end(), rs.begin(), rs.end());
+  }
+  std::sort(odd.begin(), odd.end());
+  return odd;
+}
+
+bool agree(const std::map<int, std::string>& hashes) {
+  std::string unused;
+  return hashes.size() >= 2 && oddRanks(hashes, unused).empty();
+}
+
+}  // namespace
+
+std::vector<Finding> findSeedMismatch(const RunInput& in) {
+  const Prints by_point = fingerprints(in, "params");
+  if (by_point.empty()) return {};
+  const auto& [first, hashes] = *by_point.begin();
+  if (hashes.size() < 2) return {};
+  std::string evidence;
+  const std::vector<int> odd = oddRanks(hashes, evidence);
+  if (odd.empty()) return {};
+  // Repaired: the next fingerprint that every rank of the first took agrees
+  // (DDP's constructor broadcast rank 0's parameters over them).
+  std::optional<Point> repaired_at;
+  for (auto it = std::next(by_point.begin()); it != by_point.end(); ++it) {
+    if (it->second.size() < hashes.size()) continue;
+    if (agree(it->second)) repaired_at = it->first;
+    break;
+  }
+  Finding f;
+  f.kind = Kind::kSeedMismatch;
+  f.ranks = odd;
+  f.severity = repaired_at ? "warning" : "error";
+  const bool at_init = first.order == 0;
+  f.summary = std::string("parameter fingerprints differ across ranks ") +
+              (at_init ? "at init (step " + std::to_string(first.step) + ")" : pointText(first)) + ": rank" +
+              (odd.size() == 1 ? " " : "s ") + joinRanks(odd) + " diverged";
+  if (repaired_at) {
+    f.summary += "; DDP's broadcast overwrote the parameters with rank 0's (equal " + pointText(*repaired_at) +
+                 "), but the other random streams (dropout, data augmentation, sampling) still differ across ranks";
+  } else if (by_point.size() > 1) {
+    f.summary += ", and they still differ later: nothing made the replicas equal";
+  }
+  f.evidence = "params fingerprint " + pointText(first) + ": " + evidence;
+  return {f};
+}
+
+std::vector<Finding> findDivergedParams(const RunInput& in) {
+  // Replicas that were equal (after DDP's broadcast, or from the start) and
+  // then differ: their gradients were not all-reduced (a model used outside
+  // its DDP wrapper, a manual gradient path) or their buffers were not
+  // broadcast (broadcast_buffers=False). Never-equal replicas are the seed
+  // mismatch's.
+  std::vector<Finding> out;
+  for (const std::string what : {"params", "buffers"}) {
+    const Prints by_point = fingerprints(in, what);
+    bool were_equal = false;
+    Point equal_at;
+    for (const auto& [pt, hashes] : by_point) {
+      if (hashes.size() < 2) continue;
+      std::string evidence;
+      const std::vector<int> odd = oddRanks(hashes, evidence);
+      if (odd.empty()) {
+        were_equal = true;
+        equal_at = pt;
+        continue;
+      }
+      if (!were_equal) {
+        if (what == "params") break;  // differed from the first: seed_mismatch
+        // Buffers are fingerprinted only once they should agree.
+      }
+      Finding f;
+      f.kind = Kind::kDivergedParams;
+      f.ranks = odd;
+      f.severity = "error";
+      if (what == "params") {
+        f.summary = "parameters diverged across ranks " + pointText(pt) + " (equal " + pointText(equal_at) +
+                    "): rank" + (odd.size() == 1 ? " " : "s ") + joinRanks(odd) +
+                    " trained on gradients that were not all-reduced (a model used outside its DDP wrapper, or a "
+                    "manual gradient path)";
+      } else {
+        f.summary = std::string("buffers differ across ranks ") + pointText(pt) + ": rank" +
+                    (odd.size() == 1 ? " " : "s ") + joinRanks(odd) + (odd.size() == 1 ? " kept its own" : " kept their own") +
+                    " (DDP with broadcast_buffers=False): running statistics, and any checkpoint or evaluation, "
+                    "depend on the rank";
+      }
+      f.evidence = what + " fingerprint " + pointText(pt) + ": " + evidence;
+      out.push_back(std::move(f));
+      break;
+    }
+  }
+  return out;
 }
 
 std::vector<Finding> findUnshardedData(const RunInput& in) {
@@ -294,18 +390,25 @@ std::vector<Finding> findStraggler(const RunInput& in) {
   }
   if (med.size() < 2) return {};
   std::vector<Finding> out;
+  // Each rank against the others: every median sorted once, and "the others"
+  // read from it by skipping one instance of the rank's own value (linear in
+  // the ranks after one sort, where a copy per rank was quadratic).
+  std::vector<double> all;
+  for (const auto& [r, m] : med) all.push_back(m);
+  std::sort(all.begin(), all.end());
   for (const auto& [r, m] : med) {
-    std::vector<double> others;
-    for (const auto& [o, om] : med) {
-      if (o != r) others.push_back(om);
-    }
-    const double base = median(others);
+    const size_t skip = static_cast<size_t>(std::lower_bound(all.begin(), all.end(), m) - all.begin());
+    const size_t n = all.size() - 1;
+    auto other = [&](size_t k) { return all[k < skip ? k : k + 1]; };
+    const double base = n % 2 ? other(n / 2) : (other(n / 2 - 1) + other(n / 2)) / 2;
+    const size_t k90 = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n)));
+    const double p90 = other(k90 == 0 ? 0 : k90 - 1);
     // Slow in at least 2 steps of 3, by more than twice what 9 ranks in 10 of
     // the others take: ranks that share too few cores (64 on 2) are each slowed
     // at random steps, and against the median of all ranks some of them always
     // look slow. A straggler is slow step after step, and slower than nearly
     // every other rank.
-    const double limit = 2.0 * percentile(others, 0.9) + 5.0;
+    const double limit = 2.0 * p90 + 5.0;
     const auto& busy = busy_of.at(r);
     const auto slow = std::count_if(busy.begin(), busy.end(), [&](double b) { return b > limit; });
     if (3 * static_cast<size_t>(slow) >= 2 * busy.size()) {
@@ -318,6 +421,90 @@ std::vector<Finding> findStraggler(const RunInput& in) {
       f.evidence = "median step time outside collectives";
       out.push_back(std::move(f));
     }
+  }
+  return out;
+}
+
+// A straggler node (multi-node): the other nodes wait for it collective after
+// collective. A node is ready for a collective when its last rank enters it;
+// the last node ready by more than kGapNs over the next is the one the others
+// waited for. One node that caused most of the waiting, in several
+// collectives, for a tenth of the run's collective span or more, straggles.
+// Busy time per step (findStraggler) cannot see it: a node stopped from
+// outside, or slowed as a whole, shows as its peers' time in the collective,
+// and its own ranks compare only with each other.
+std::vector<Finding> findStragglerNode(const RunInput& in) {
+  constexpr int64_t kGapNs = 20'000'000;  // 20 ms: well past one collective's jitter here
+  std::map<std::string, int> node_index;
+  std::vector<std::string> names;
+  std::vector<std::vector<int>> node_ranks;
+  for (const auto& [r, ri] : in.ranks) {
+    if (ri.node.empty()) continue;
+    auto [it, added] = node_index.emplace(ri.node, static_cast<int>(names.size()));
+    if (added) {
+      names.push_back(ri.node);
+      node_ranks.emplace_back();
+    }
+    node_ranks[it->second].push_back(r);
+  }
+  if (names.size() < 2) return {};
+  // seq -> each node's latest entry, and how many of its ranks entered.
+  struct Ready {
+    std::vector<int64_t> t;
+    std::vector<int> entered;
+  };
+  std::unordered_map<int64_t, Ready> by_seq;
+  int64_t first = 0, last = 0;
+  for (const auto& [r, ri] : in.ranks) {
+    if (ri.node.empty() || gapOf(ri, ShimEvidence::kCollectives)) continue;
+    const int n = node_index.at(ri.node);
+    for (const Event& e : ri.events.events) {
+      if (e.ev != "collective_begin" || e.seq < 0) continue;
+      Ready& rd = by_seq[e.seq];
+      if (rd.t.empty()) {
+        rd.t.assign(names.size(), 0);
+        rd.entered.assign(names.size(), 0);
+      }
+      rd.t[n] = std::max(rd.t[n], e.t);
+      ++rd.entered[n];
+      first = first ? std::min(first, e.t) : e.t;
+      last = std::max(last, e.t);
+    }
+  }
+  std::vector<int64_t> waited(names.size(), 0), worst(names.size(), 0);
+  std::vector<int> times(names.size(), 0);
+  int64_t all_waited = 0;
+  for (const auto& [seq, rd] : by_seq) {
+    bool complete = true;
+    for (size_t n = 0; n < names.size(); ++n) complete = complete && rd.entered[n] == static_cast<int>(node_ranks[n].size());
+    if (!complete) continue;  // a collective some rank never entered is a hang's, not a straggler's
+    size_t latest = 0;
+    for (size_t n = 1; n < names.size(); ++n) latest = rd.t[n] > rd.t[latest] ? n : latest;
+    int64_t next = 0;
+    for (size_t n = 0; n < names.size(); ++n) {
+      if (n != latest) next = std::max(next, rd.t[n]);
+    }
+    const int64_t gap = rd.t[latest] - next;
+    if (gap <= kGapNs) continue;
+    waited[latest] += gap;
+    worst[latest] = std::max(worst[latest], gap);
+    ++times[latest];
+    all_waited += gap;
+  }
+  std::vector<Finding> out;
+  const int64_t span = last - first;
+  for (size_t n = 0; n < names.size(); ++n) {
+    if (times[n] < 3 || span <= 0 || 10 * waited[n] < span || 5 * waited[n] < 4 * all_waited) continue;
+    Finding f;
+    f.kind = Kind::kStraggler;
+    f.ranks = node_ranks[n];
+    f.severity = "warning";
+    f.summary = "node " + names[n] + " is a straggler: the other nodes waited " + fmt(static_cast<double>(waited[n]) / 1e9, 3) +
+                " s for it in " + std::to_string(times[n]) + " of " + std::to_string(by_seq.size()) +
+                " collectives (up to " + fmt(static_cast<double>(worst[n]) / 1e6, 3) + " ms each), its " +
+                rankRangeText(f.ranks) + " entering last";
+    f.evidence = "collective_begin of every rank, by node: the last node ready, by more than 20 ms";
+    out.push_back(std::move(f));
   }
   return out;
 }
@@ -362,8 +549,8 @@ std::vector<Finding> findNoPgDestroy(const RunInput& in) {
 
 std::vector<Finding> findFindings(const RunInput& in) {
   std::vector<Finding> out;
-  for (auto fn : {findSeedMismatch, findUnshardedData, findUnsyncedMetrics, findConcurrentWrites, findStraggler,
-                  findNoPgDestroy}) {
+  for (auto fn : {findSeedMismatch, findDivergedParams, findUnshardedData, findUnsyncedMetrics, findConcurrentWrites,
+                  findStraggler, findStragglerNode, findNoPgDestroy}) {
     auto v = fn(in);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }
@@ -377,6 +564,7 @@ std::vector<UncheckedFinding> findUnchecked(const RunInput& in, const std::vecto
   };
   const Need needs[] = {
       {Kind::kSeedMismatch, {ShimEvidence::kFingerprint}},
+      {Kind::kDivergedParams, {ShimEvidence::kFingerprint}},
       {Kind::kUnshardedData, {ShimEvidence::kSamples}},
       {Kind::kStraggler, {ShimEvidence::kSteps, ShimEvidence::kCollectives}},
       {Kind::kNoPgDestroy, {ShimEvidence::kProcessGroup}},

@@ -1,6 +1,6 @@
 // Findings: the silent pitfalls of DDP code, read from the ranks' events
-// (seed_mismatch, unsharded_data, unsynced_metrics, concurrent_writes,
-// straggler, no_pg_destroy). A clean run has none.
+// (seed_mismatch, diverged_params, unsharded_data, unsynced_metrics,
+// concurrent_writes, straggler, no_pg_destroy). A clean run has none.
 #pragma once
 
 #include <string>
@@ -13,12 +13,20 @@
 
 namespace faultline::diagnose {
 
+// Fingerprints that differ at the first point (init); a warning when the
+// next point every rank fingerprinted agrees (DDP's broadcast repaired the
+// parameters; the other random streams still differ), else an error.
 std::vector<Finding> findSeedMismatch(const RunInput& in);
+// Params (or buffers) equal across ranks at some point and different at a
+// later one: gradients not all-reduced, buffers not broadcast. An error.
+std::vector<Finding> findDivergedParams(const RunInput& in);
 std::vector<Finding> findUnshardedData(const RunInput& in);
 std::vector<Finding> findUnsyncedMetrics(const RunInput& in);
 // Also reads the written file (when it still exists) to look for interleaving.
 std::vector<Finding> findConcurrentWrites(const RunInput& in);
 std::vector<Finding> findStraggler(const RunInput& in);
+// Multi-node: the node the other nodes wait for in collective after collective.
+std::vector<Finding> findStragglerNode(const RunInput& in);
 std::vector<Finding> findNoPgDestroy(const RunInput& in);
 
 // Every finding above, in that order.

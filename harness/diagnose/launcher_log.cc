@@ -56,6 +56,19 @@ bool isLauncherTraceback(const PyTraceback& tb) {
   return false;
 }
 
+std::optional<int> srunFailedTask(std::string_view line) {
+  constexpr std::string_view kPrefix = "srun: error: ";
+  if (!startsWith(line, kPrefix)) return std::nullopt;
+  const size_t task = line.find(": task ", kPrefix.size());
+  if (task == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(task + 7);
+  int n = 0;
+  size_t i = 0;
+  while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') n = n * 10 + (rest[i++] - '0');
+  if (i == 0 || i >= rest.size() || rest[i] != ':') return std::nullopt;
+  return n;
+}
+
 LauncherLog parseLauncherLog(std::string_view text) {
   LauncherLog log;
   std::vector<std::string_view> own;  // lines without a rank prefix
@@ -140,6 +153,12 @@ LauncherLog parseLauncherLog(std::string_view text) {
       continue;
     }
     if (startsWith(t, "=====")) cur = nullptr;
+    // srun's own account, first failure first: "srun: error: n2: task 2:
+    // Exited with exit code 1", then the tasks it ended ("tasks 0-1: ...").
+    if (auto task = srunFailedTask(t)) {
+      log.srun_failed_tasks.push_back(*task);
+      if (log.srun_failed_tasks.size() == 1 && !log.claimed_root_rank) log.claimed_root_rank = *task;
+    }
     if (contains(t, "failed (exitcode: ")) {
       LauncherLog::PidExit pe;
       pe.exit_code = intAfter(t, "failed (exitcode: ");

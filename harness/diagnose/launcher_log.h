@@ -35,7 +35,10 @@ struct LauncherLog {
   // is not a rank's), e.g. ChildFailedError or AttributeError in to_map.
   std::optional<PyTraceback> wrapper;
   std::vector<LauncherFailure> failures;       // "Failures:" and "Root Cause" entries
-  std::optional<int> claimed_root_rank;         // what torchrun says; never trusted
+  std::optional<int> claimed_root_rank;         // what torchrun (or srun: its first failed task) says; never trusted
+  // srun's "srun: error: NODE: task N: Exited with exit code C" / "...: Killed"
+  // lines, in order: the first is the task it saw fail first.
+  std::vector<int> srun_failed_tasks;
   // spawn parent: "-- Process N terminated with the following error:" and the
   // child's traceback that follows it.
   std::optional<int> spawn_rank;
@@ -65,6 +68,10 @@ struct LauncherLog {
 // Parses a launcher's stderr. Lines carrying a rank prefix ("[default1]:")
 // belong to ranks and are ignored here.
 LauncherLog parseLauncherLog(std::string_view text);
+
+// The task (= rank) of one of srun's own failure lines ("srun: error: n2: task 2:
+// Exited with exit code 1"); nullopt for any other line (a "tasks 0-1:" range too).
+std::optional<int> srunFailedTask(std::string_view line);
 
 // True for the exception types launchers raise about a failed child.
 bool isLauncherWrapperType(std::string_view type);

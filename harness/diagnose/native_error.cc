@@ -19,6 +19,11 @@ std::string demangle(const std::string& name) {
 }
 
 std::optional<Location> parseC10Location(std::string_view text) {
+  auto o = parseC10Origin(text);
+  return o ? std::optional<Location>(o->location) : std::nullopt;
+}
+
+std::optional<NativeOrigin> parseC10Origin(std::string_view text) {
   constexpr std::string_view kHead = "Exception raised from ";
   const size_t p = text.find(kHead);
   if (p == std::string_view::npos) return std::nullopt;
@@ -26,6 +31,7 @@ std::optional<Location> parseC10Location(std::string_view text) {
   rest = rest.substr(0, rest.find('\n'));
   const size_t at = rest.find(" at ");
   if (at == std::string_view::npos) return std::nullopt;
+  const std::string function(trim(rest.substr(0, at)));
   std::string_view loc = rest.substr(at + 4);
   const size_t paren = loc.find(" (");
   loc = trim(loc.substr(0, paren));
@@ -39,7 +45,7 @@ std::optional<Location> parseC10Location(std::string_view text) {
     line = line * 10 + (c - '0');
   }
   if (colon == 0) return std::nullopt;
-  return Location{std::string(loc.substr(0, colon)), line};
+  return NativeOrigin{Location{std::string(loc.substr(0, colon)), line}, function};
 }
 
 std::optional<Evidence> parseTerminate(const std::vector<std::string_view>& lines) {

@@ -21,6 +21,11 @@ std::string demangle(const std::string& name);
 std::optional<Evidence> parseTerminate(const std::vector<std::string_view>& lines);
 
 // c10's "Exception raised from FUNC at FILE:LINE (most recent call first):" anywhere in text.
+struct NativeOrigin {
+  Location location;
+  std::string function;  // FUNC ("meta", "throwTimeoutError")
+};
+std::optional<NativeOrigin> parseC10Origin(std::string_view text);
 std::optional<Location> parseC10Location(std::string_view text);
 
 // "prog: symbol lookup error: /lib.so: undefined symbol: _Z..." (exit 127) or a

@@ -114,6 +114,139 @@ std::optional<int> spawnProcessIndex(std::string_view line) {
   return v;
 }
 
+namespace {
+
+// torch's ExceptionWrapper (a DataLoader worker's or pin-memory thread's
+// exception, re-raised in the main process) puts the original traceback in
+// the message under this head.
+constexpr std::string_view kOriginalHead = "Original Traceback (most recent call last):";
+constexpr int kMaxEmbedding = 4;  // a wrapper's wrapper's ...: deeper is no real output
+
+bool isSeparator(std::string_view t) { return t == kDuringHandling || t == kDirectCause; }
+
+// threading.excepthook prints "Exception in thread NAME:" before the traceback.
+std::string threadOf(const std::vector<std::string_view>& lines, size_t head) {
+  constexpr std::string_view kHead = "Exception in thread ";
+  if (head == 0) return {};
+  std::string_view t = trim(lines[head - 1]);
+  if (!startsWith(t, kHead) || t.back() != ':') return {};
+  t.remove_prefix(kHead.size());
+  t.remove_suffix(1);
+  return std::string(t);
+}
+
+std::vector<PyTraceback> parseChainAt(const std::vector<std::string_view>& lines, size_t& i, int depth);
+
+// The traceback whose head is lines[i]; leaves i past it.
+PyTraceback parseOne(const std::vector<std::string_view>& lines, size_t& i, int depth) {
+  const size_t n = lines.size();
+  PyTraceback tb;
+  tb.first_line = i;
+  tb.thread = threadOf(lines, i);
+  ++i;
+  // Frames.
+  while (i < n) {
+    if (auto f = parseFrameLine(lines[i])) {
+      tb.frames.push_back(std::move(*f));
+      ++i;
+      continue;
+    }
+    const std::string_view line = lines[i];
+    if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+      // Source line or caret line under the last frame.
+      if (!tb.frames.empty() && !isCaretLine(line) && tb.frames.back().source.empty()) {
+        tb.frames.back().source = std::string(trim(line));
+      }
+      ++i;
+      continue;
+    }
+    break;
+  }
+  // Exception line.
+  if (i >= n) {
+    tb.truncated = true;
+    tb.last_line = n - 1;
+    return tb;
+  }
+  auto ex = parseExceptionLine(lines[i]);
+  if (!ex) {
+    tb.truncated = true;
+    tb.last_line = i > 0 ? i - 1 : 0;
+    return tb;
+  }
+  tb.type = ex->first;
+  tb.message = ex->second;
+  tb.full_message = ex->second;
+  tb.last_line = i;
+  ++i;
+  // Continuation lines of a multi-line message, up to a blank line (once
+  // the message has text), a new traceback, a separator or a log record.
+  size_t taken = 0;
+  while (i < n && taken < 64) {
+    const std::string_view c = lines[i];
+    const std::string_view ct = trim(c);
+    if (ct == kOriginalHead && depth < kMaxEmbedding) {
+      // The message ends here; the traceback it carries is this one's innermost layers.
+      const size_t before = i;
+      tb.embedded = parseChainAt(lines, i, depth + 1);
+      if (tb.embedded.empty()) i = before + 1;
+      tb.last_line = i > 0 ? i - 1 : 0;
+      break;
+    }
+    if (ct == kTracebackHead || isSeparator(ct) || isLogRecord(c)) break;
+    if (ct.empty()) {
+      bool more = false;  // a blank line inside e.g. ProcessRaisedException's message
+      for (size_t k = i + 1; k < n && k < i + 3; ++k) {
+        if (!trim(lines[k]).empty()) {
+          more = startsWith(trim(lines[k]), "-- Process ") && trim(tb.full_message).empty();
+          break;
+        }
+      }
+      if (!more) break;
+    }
+    if (spawnProcessIndex(c)) {
+      tb.full_message += "\n" + std::string(c);
+      tb.last_line = i;
+      ++i;
+      break;  // the child's traceback follows as its own block
+    }
+    tb.full_message += "\n" + std::string(c);
+    tb.last_line = i;
+    ++i;
+    ++taken;
+  }
+  if (tb.message.empty()) {
+    // "ChildFailedError: " puts its text on the next lines.
+    for (std::string_view l : splitLines(tb.full_message)) {
+      if (!trim(l).empty() && trim(l).find_first_not_of("=-") != std::string_view::npos) {
+        tb.message = std::string(trim(l));
+        break;
+      }
+    }
+  }
+  return tb;
+}
+
+// Tracebacks from the head at lines[i] (kOriginalHead or kTracebackHead),
+// joined by separators with blank lines around them, cause first; i past them.
+std::vector<PyTraceback> parseChainAt(const std::vector<std::string_view>& lines, size_t& i, int depth) {
+  std::vector<PyTraceback> chain;
+  chain.push_back(parseOne(lines, i, depth));
+  while (!chain.back().truncated) {
+    size_t k = i;
+    while (k < lines.size() && trim(lines[k]).empty()) ++k;
+    if (k >= lines.size() || !isSeparator(trim(lines[k]))) break;
+    ++k;
+    while (k < lines.size() && trim(lines[k]).empty()) ++k;
+    if (k >= lines.size() || trim(lines[k]) != kTracebackHead) break;
+    i = k;
+    chain.push_back(parseOne(lines, i, depth));
+  }
+  return chain;
+}
+
+}  // namespace
+
 std::vector<PyChain> parsePythonTracebacks(const std::vector<std::string_view>& lines) {
   std::vector<PyChain> chains;
   bool link_next = false;  // a chain separator was seen after the last traceback
@@ -121,7 +254,7 @@ std::vector<PyChain> parsePythonTracebacks(const std::vector<std::string_view>& 
   const size_t n = lines.size();
   while (i < n) {
     std::string_view t = trim(lines[i]);
-    if (t == kDuringHandling || t == kDirectCause) {
+    if (isSeparator(t)) {
       if (!chains.empty()) link_next = true;
       ++i;
       continue;
@@ -132,80 +265,7 @@ std::vector<PyChain> parsePythonTracebacks(const std::vector<std::string_view>& 
       ++i;
       continue;
     }
-    PyTraceback tb;
-    tb.first_line = i;
-    ++i;
-    // Frames.
-    while (i < n) {
-      if (auto f = parseFrameLine(lines[i])) {
-        tb.frames.push_back(std::move(*f));
-        ++i;
-        continue;
-      }
-      const std::string_view line = lines[i];
-      if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
-        // Source line or caret line under the last frame.
-        if (!tb.frames.empty() && !isCaretLine(line) && tb.frames.back().source.empty()) {
-          tb.frames.back().source = std::string(trim(line));
-        }
-        ++i;
-        continue;
-      }
-      break;
-    }
-    // Exception line.
-    if (i < n) {
-      if (auto ex = parseExceptionLine(lines[i])) {
-        tb.type = ex->first;
-        tb.message = ex->second;
-        tb.full_message = ex->second;
-        tb.last_line = i;
-        ++i;
-        // Continuation lines of a multi-line message, up to a blank line (once
-        // the message has text), a new traceback, a separator or a log record.
-        size_t taken = 0;
-        while (i < n && taken < 64) {
-          const std::string_view c = lines[i];
-          const std::string_view ct = trim(c);
-          if (ct == kTracebackHead || ct == kDuringHandling || ct == kDirectCause || isLogRecord(c)) break;
-          if (ct.empty()) {
-            bool more = false;  // a blank line inside e.g. ProcessRaisedException's message
-            for (size_t k = i + 1; k < n && k < i + 3; ++k) {
-              if (!trim(lines[k]).empty()) {
-                more = startsWith(trim(lines[k]), "-- Process ") && trim(tb.full_message).empty();
-                break;
-              }
-            }
-            if (!more) break;
-          }
-          if (spawnProcessIndex(c)) {
-            tb.full_message += "\n" + std::string(c);
-            tb.last_line = i;
-            ++i;
-            break;  // the child's traceback follows as its own block
-          }
-          tb.full_message += "\n" + std::string(c);
-          tb.last_line = i;
-          ++i;
-          ++taken;
-        }
-        if (tb.message.empty()) {
-          // "ChildFailedError: " puts its text on the next lines.
-          for (std::string_view l : splitLines(tb.full_message)) {
-            if (!trim(l).empty() && trim(l).find_first_not_of("=-") != std::string_view::npos) {
-              tb.message = std::string(trim(l));
-              break;
-            }
-          }
-        }
-      } else {
-        tb.truncated = true;
-        tb.last_line = i > 0 ? i - 1 : 0;
-      }
-    } else {
-      tb.truncated = true;
-      tb.last_line = n - 1;
-    }
+    PyTraceback tb = parseOne(lines, i, 0);
     if (link_next && !chains.empty()) chains.back().tracebacks.push_back(std::move(tb));
     else chains.push_back(PyChain{{std::move(tb)}});
     link_next = false;
@@ -278,16 +338,69 @@ PyFrame parseNativeFrame(std::string_view t) {
   return f;
 }
 
+// py-spy dump, one frame a line under its thread, innermost first:
+//   Python: "    Event.wait (/usr/lib/python3.11/threading.py:622)"
+//   native (--native): "    c10d::Work::wait (/usr/lib/x86_64-linux-gnu/libtorch_cpu.so.1.13.0)",
+//                      "    0x7f54019ebf16 (libc.so.6)"
+std::optional<PyFrame> parsePySpyFrame(std::string_view line) {
+  if (!startsWith(line, "    ")) return std::nullopt;
+  std::string_view t = trim(line);
+  const size_t open = t.rfind(" (");
+  if (t.empty() || t.back() != ')' || open == std::string_view::npos || open == 0) return std::nullopt;
+  PyFrame f;
+  f.function = std::string(t.substr(0, open));
+  const std::string_view where = t.substr(open + 2, t.size() - open - 3);
+  const size_t colon = where.rfind(':');
+  int n = 0;
+  if (colon != std::string_view::npos && parseInt(where.substr(colon + 1), n) && n > 0) {
+    f.file = std::string(where.substr(0, colon));
+    f.line = n;
+  }
+  // A native frame keeps only its function: a shared library is no file:line.
+  return f;
+}
+
+// "Process 1234: /usr/bin/python3 train.py": py-spy's first line; the pid,
+// which is also the main thread's id.
+std::optional<std::string> pySpyProcess(std::string_view t) {
+  if (!startsWith(t, "Process ")) return std::nullopt;
+  const size_t colon = t.find(':');
+  if (colon == std::string_view::npos || colon == 8) return std::nullopt;
+  const std::string_view pid = t.substr(8, colon - 8);
+  if (pid.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  return std::string(pid);
+}
+
 }  // namespace
 
 std::vector<StackThread> parseStackDump(std::string_view text) {
   std::vector<StackThread> threads;
   std::string eu_pid;  // eu-stack: "PID 123 - process" names the main thread's TID
+  std::string spy_pid;  // py-spy: "Process 123: ..." likewise
   for (std::string_view line : splitLines(text)) {
     std::string_view t = trim(line);
     if (startsWith(t, "PID ") && contains(t, " - process")) {
       eu_pid = std::string(t.substr(4, t.find(' ', 4) - 4));
       continue;
+    }
+    if (auto pid = pySpyProcess(t)) {
+      spy_pid = *pid;
+      continue;
+    }
+    // py-spy: 'Thread 123 (idle): "MainThread"'.
+    if (!spy_pid.empty() && startsWith(line, "Thread ")) {
+      StackThread th;
+      th.header = std::string(t);
+      const std::string_view tid = t.substr(7, t.find(' ', 7) == std::string_view::npos ? 0 : t.find(' ', 7) - 7);
+      th.current = tid == spy_pid;
+      threads.push_back(std::move(th));
+      continue;
+    }
+    if (!spy_pid.empty() && !threads.empty()) {
+      if (auto f = parsePySpyFrame(line)) {
+        threads.back().frames.push_back(std::move(*f));
+        continue;
+      }
     }
     const bool fh_current = startsWith(t, "Current thread 0x");
     const bool fh_thread = startsWith(t, "Thread 0x");
@@ -315,26 +428,25 @@ std::vector<StackThread> parseStackDump(std::string_view text) {
   return threads;
 }
 
-bool isLibraryPath(std::string_view file) {
-  if (file.empty() || startsWith(file, "<")) return true;
-  // faultline_shim/: the Python shim's wrappers sit between a trainer and
-  // torch.distributed; their frames are never the user's code.
-  for (std::string_view lib : {"/lib/python", "site-packages", "dist-packages", "/usr/include", "/libc", "sysdeps/",
-                               "nptl/", "gloo/", "c10/", "aten/", "torch/csrc/", "third_party/", "faultline_shim/"}) {
-    if (contains(file, lib)) return true;
-  }
-  return false;
+bool isLibraryPath(std::string_view file) { return LibraryPaths().isLibrary(file); }
+
+bool startedByThreading(const StackThread& t) {
+  if (t.frames.empty()) return false;
+  const PyFrame& outer = t.frames.back();
+  const std::string_view file = outer.file;
+  const bool threading_py = file == "threading.py" || (file.size() > 13 && file.substr(file.size() - 13) == "/threading.py");
+  return threading_py && outer.function.rfind("_bootstrap", 0) == 0;
 }
 
-const PyFrame* userFrame(const std::vector<StackThread>& threads) {
-  auto pick = [](const StackThread& th) -> const PyFrame* {
+const PyFrame* userFrame(const std::vector<StackThread>& threads, const LibraryPaths& lib) {
+  auto pick = [&](const StackThread& th) -> const PyFrame* {
     for (const PyFrame& f : th.frames) {
-      if (!isLibraryPath(f.file) && f.line > 0) return &f;
+      if (!lib.isLibrary(f.file) && f.line > 0) return &f;
     }
     return nullptr;
   };
   for (const StackThread& th : threads) {
-    if (th.current) {
+    if (th.current && !startedByThreading(th)) {
       if (const PyFrame* f = pick(th)) return f;
     }
   }

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/diagnose/library_paths.h"
+
 namespace faultline::diagnose {
 
 struct PyFrame {
@@ -26,6 +28,11 @@ struct PyTraceback {
   size_t first_line = 0;     // index into the lines given to the parser
   size_t last_line = 0;      // inclusive
   bool truncated = false;    // input ended before the exception line
+  std::string thread;        // "Exception in thread NAME:" before it (threading.excepthook); "" otherwise
+  // torch's ExceptionWrapper ("Caught ValueError in DataLoader worker process
+  // 0." + "Original Traceback (most recent call last):"): the chain printed in
+  // the message, cause first; `message` is the text before it.
+  std::vector<PyTraceback> embedded;
 
   const PyFrame* innermost() const { return frames.empty() ? nullptr : &frames.back(); }
   // The type without its module path: "ProcessRaisedException".
@@ -53,18 +60,27 @@ std::vector<PyChain> parsePythonTracebacks(std::string_view text);
 std::optional<int> spawnProcessIndex(std::string_view line);
 
 // A faulthandler dump ("Current thread 0x... (most recent call first):" /
-// "Thread 0x..."), or one of gdb's "Thread N (...)" blocks: frames innermost first.
+// "Thread 0x..."), gdb's "Thread N (...)" blocks, eu-stack's "TID N:" or
+// py-spy's ("Process N: ...", 'Thread N (idle): "MainThread"', Python and
+// --native frames): frames innermost first. `current` marks the thread that
+// took faulthandler's signal, and the main thread (its id the pid) of
+// eu-stack and py-spy.
 struct StackThread {
   std::string header;
   bool current = false;  // faulthandler's "Current thread"
   std::vector<PyFrame> frames;  // innermost first
 };
 std::vector<StackThread> parseStackDump(std::string_view text);
+// A thread Python's threading module started (its outermost frame is
+// threading.py's bootstrap): never the main thread. faulthandler marks as
+// "Current thread" whichever thread took the signal, which can be one of them.
+bool startedByThreading(const StackThread& t);
 
-// The innermost frame of the dump that is in user code (not the Python
-// standard library, site/dist-packages, or a frozen module); nullptr if none.
-// Prefers the current thread, then the main thread (the last one listed).
-const PyFrame* userFrame(const std::vector<StackThread>& threads);
+// The innermost frame of the dump that is in user code (not library code by
+// `lib`, docs/DIAGNOSIS.md section 8); nullptr if none. Prefers the current
+// thread, then the main thread (the last one listed).
+const PyFrame* userFrame(const std::vector<StackThread>& threads, const LibraryPaths& lib = LibraryPaths());
+// The built-in policy alone: LibraryPaths().isLibrary(file).
 bool isLibraryPath(std::string_view file);
 
 }  // namespace faultline::diagnose

@@ -6,7 +6,9 @@
 #include <algorithm>
 
 #include "harness/diagnose/collateral.h"
+#include "harness/diagnose/earlier_failure.h"
 #include "harness/diagnose/native_error.h"
+#include "harness/diagnose/startup_error.h"
 #include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
@@ -23,34 +25,78 @@ void classify(Evidence& e) {
 
 }  // namespace
 
-Evidence evidenceFromChain(const PyChain& chain) {
-  const PyTraceback& tb = chain.original();
+namespace {
+
+// The chain's exceptions, outermost first: the one that propagated, back to
+// its first cause, each followed by the chain torch's ExceptionWrapper
+// embedded in its message (a DataLoader worker's traceback).
+void flatten(const std::vector<PyTraceback>& chain, std::vector<const PyTraceback*>& out) {
+  for (size_t i = chain.size(); i-- > 0;) {
+    if (chain[i].type.empty()) continue;  // truncated: nothing to name
+    out.push_back(&chain[i]);
+    flatten(chain[i].embedded, out);
+  }
+}
+
+// Exceptions that name no failure: how Python says "no more" or "nothing
+// yet". As the innermost layer they are how the failure was noticed, not what failed.
+bool namesNoFailure(const PyTraceback& tb) {
+  const std::string t = tb.shortType();
+  return tb.message.empty() && (t == "StopIteration" || t == "StopAsyncIteration" || t == "GeneratorExit" || t == "Empty");
+}
+
+Evidence fromTraceback(const PyTraceback& tb, const LibraryPaths& lib) {
   Evidence e;
   e.kind = Kind::kPythonException;
   e.origin = "stderr";
   e.type = tb.type;
   e.message = tb.message;
-  const PyFrame* loc = nullptr;
-  for (auto it = tb.frames.rbegin(); it != tb.frames.rend(); ++it) {
-    if (!isLibraryPath(it->file)) {
-      loc = &*it;
-      break;
+  for (const PyFrame& f : tb.frames) {
+    e.frames.push_back(Location{f.file, f.line});
+    e.frame_sources.push_back(f.source);
+  }
+  pickLocation(e, lib);
+  if (!e.location && tb.innermost()) {
+    e.location = Location{tb.innermost()->file, tb.innermost()->line};
+    e.source_line = tb.innermost()->source;
+  }
+  if (auto o = parseC10Origin(tb.full_message)) {
+    e.native_location = o->location;
+    e.native_function = o->function;
+  }
+  return e;
+}
+
+}  // namespace
+
+bool pickLocation(Evidence& e, const LibraryPaths& lib) {
+  for (size_t i = e.frames.size(); i-- > 0;) {
+    if (!lib.isLibrary(e.frames[i].file)) {
+      e.location = e.frames[i];
+      e.source_line = i < e.frame_sources.size() ? e.frame_sources[i] : std::string();
+      return true;
     }
   }
-  if (!loc) loc = tb.innermost();
-  if (loc) {
-    e.location = Location{loc->file, loc->line};
-    e.source_line = loc->source;
+  return false;
+}
+
+Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib) {
+  std::vector<const PyTraceback*> onion;
+  flatten(chain.tracebacks, onion);
+  if (onion.empty()) return fromTraceback(chain.original(), lib);
+  size_t root = onion.size() - 1;
+  while (root > 0 && namesNoFailure(*onion[root])) --root;
+  Evidence e = fromTraceback(*onion[root], lib);
+  for (size_t i = 0; i < onion.size(); ++i) {
+    if (i == root) continue;
+    (i < root ? e.chain : e.inner).push_back(describe(fromTraceback(*onion[i], lib)));
   }
-  for (size_t i = chain.tracebacks.size(); i-- > 1;) {
-    const PyTraceback& outer = chain.tracebacks[i];
-    e.chain.push_back(outer.type + (outer.message.empty() ? "" : ": " + outer.message));
-  }
+  e.thread = chain.original().thread;  // threading.excepthook's line comes before the first traceback
   classify(e);
   refineKind(e);
-  for (const PyTraceback& other : chain.tracebacks) {
+  for (const PyTraceback* other : onion) {
     // A collateral error that triggers another one (peer closed -> cleanup fails) stays collateral.
-    if (auto c = classifyCollateral(other.type + ": " + other.message); c && !e.collateral) {
+    if (auto c = classifyCollateral(other->type + ": " + other->message); c && !e.collateral) {
       e.collateral = true;
       e.collateral_reason = collateralKindName(*c);
     }
@@ -64,7 +110,14 @@ RankLog scanRankLog(std::string_view text) {
   // --tee capture adds "[default1]:"); the parsers see the lines without them.
   const std::vector<std::string_view> whole_lines = splitLines(text);  // to find a line by offset
   std::vector<std::string_view> lines = whole_lines;
-  for (std::string_view& l : lines) l = stripRankPrefixes(l);
+  for (std::string_view& l : lines) {
+    // Another process writing to the same stderr can push the prefix off the
+    // start: torch's DataLoader worker crash report ends in its string's NUL
+    // ("...encountered in worker.\n\0"), so the next line reads "\0[rank1]: Traceback".
+    std::string_view t = l;
+    while (!t.empty() && (t.front() == '\0' || t.front() == ' ')) t.remove_prefix(1);
+    l = stripRankPrefixes(t.size() < l.size() && splitRankPrefix(t) ? t : l);
+  }
   const std::vector<PyChain> chains = parsePythonTracebacks(lines);
   std::vector<std::pair<size_t, size_t>> covered;  // line ranges inside tracebacks
   struct Found {
@@ -88,7 +141,7 @@ RankLog scanRankLog(std::string_view text) {
   static constexpr std::string_view kAnchors[] = {
       "terminate called", "undefined symbol: ", "Fatal Python error", "Segmentation fault", "Bus error",
       "Floating point exception", "Illegal instruction", "Aborted", "out of memory", "can't allocate memory",
-      "bad_alloc", "MemoryError", "Cannot allocate memory",
+      "bad_alloc", "MemoryError", "Cannot allocate memory", "encountered in worker", "can't open file '", ": error: ",
   };
   std::vector<size_t> hit_lines;
   for (std::string_view a : kAnchors) {
@@ -130,6 +183,10 @@ RankLog scanRankLog(std::string_view text) {
       found.push_back({i, std::move(*e)});
       continue;
     }
+    if (auto e = parseWorkerFatal(l)) {
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
     if (auto e = parseFatalSignal(l)) {
       // faulthandler prints the stack right after "Fatal Python error".
       std::string dump;
@@ -143,6 +200,14 @@ RankLog scanRankLog(std::string_view text) {
     }
     if (contains(l, "what():")) continue;  // part of a terminate block
     if (auto e = parseOom(l)) {
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
+    if (auto e = parseCantOpenFile(l)) {
+      found.push_back({i, std::move(*e)});
+      continue;
+    }
+    if (auto e = parseUsageError(lines, i)) {
       found.push_back({i, std::move(*e)});
       continue;
     }

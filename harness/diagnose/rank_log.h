@@ -21,9 +21,15 @@ struct RankLog {
 
 RankLog scanRankLog(std::string_view text);
 
-// A Python traceback chain as evidence: the original (first printed) error,
-// its innermost user frame as location, the later ones as outer layers.
-Evidence evidenceFromChain(const PyChain& chain);
+// A Python traceback chain as evidence: the innermost error of the onion (the
+// first cause, inside it the traceback a DataLoader worker's wrapper carries;
+// past a bare StopIteration or queue.Empty, which names no failure), its
+// innermost user frame as location, c10's native origin when its message has
+// one, every wrapper as an outer layer (Evidence::chain, outermost first).
+Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib = LibraryPaths());
+// Sets location (and source_line) to the innermost of e.frames that is not
+// library code by `lib`; false, leaving them, when every frame is.
+bool pickLocation(Evidence& e, const LibraryPaths& lib);
 
 // The evidence that most likely ended the process: the last primary error
 // (a cpp exception or OOM beats the SIGABRT it causes), else the last collateral

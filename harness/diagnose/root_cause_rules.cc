@@ -2,18 +2,21 @@
 #include "harness/diagnose/root_cause_rules.h"
 
 #include <algorithm>
+#include <set>
 
 #include "harness/diagnose/collateral.h"
 #include "harness/diagnose/collectives.h"
+#include "harness/diagnose/node_rules.h"
 #include "harness/diagnose/python_traceback.h"
+#include "harness/diagnose/stack_hang.h"
 #include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
 namespace {
 
-void addLocationFromStacks(Evidence& e, const RankInput& r) {
+void addLocationFromStacks(Evidence& e, const RankInput& r, const LibraryPaths& lib) {
   if (e.location || r.stacks.empty()) return;
-  if (const PyFrame* f = userFrame(r.stacks)) {
+  if (const PyFrame* f = userFrame(r.stacks, lib)) {
     e.location = Location{f->file, f->line};
     e.source_line = f->source;
   }
@@ -24,10 +27,49 @@ RootCause rootFromCollective(const CollectiveVerdict& v) {
   RootCause c;
   c.kind = v.kind;
   c.rank = v.rank;
+  c.blame = v.blame;
+  c.ranks = v.culprits;
+  c.sides = v.sides;
   c.collective = v.collective;
   c.waiting_ranks = v.waiting;
   c.missing_ranks = v.missing;
   return c;
+}
+
+// "/app/train.py:42" as a location; nullopt when it is not FILE:LINE.
+std::optional<Location> siteLocation(const std::string& site) {
+  const size_t colon = site.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= site.size()) return std::nullopt;
+  int line = 0;
+  for (size_t i = colon + 1; i < site.size(); ++i) {
+    if (site[i] < '0' || site[i] > '9') return std::nullopt;
+    line = line * 10 + (site[i] - '0');
+  }
+  return Location{site.substr(0, colon), line};
+}
+
+// What the verdict says about blame, for the summary: "; ambiguous: ranks 0
+// and 1 each made a different call and nothing says which is wrong", or
+// "; rank 0 is blamed: its call runs only on some ranks (...)".
+std::string blameText(const CollectiveVerdict& v) {
+  if (v.blame == Blame::kAmbiguous) {
+    return "; ambiguous: no majority and no evidence for one side (candidates: ranks " + joinRanks(v.culprits) + ")";
+  }
+  if (v.why.empty()) return "";
+  return std::string("; ") + (v.culprits.size() == 1 ? "rank " : "ranks ") + joinRanks(v.culprits) + " blamed: " +
+         v.why;
+}
+
+// Whether a rank's stack dump shows it inside torch.distributed (waiting in
+// some collective or the rendezvous), rather than elsewhere.
+bool stackInDistributed(const RankInput& r) {
+  for (const StackThread& t : r.stacks) {
+    if (!t.current && r.stacks.size() > 1) continue;
+    for (const PyFrame& f : t.frames) {
+      if (f.file.find("torch/distributed") != std::string::npos) return true;
+    }
+  }
+  return false;
 }
 
 RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
@@ -40,12 +82,23 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   }
   if (!e.message.empty()) rc.message = e.message;
   rc.location = e.location;
+  rc.native_location = e.native_location;
+  if (!e.native_function.empty()) rc.native_function = e.native_function;
   if (!e.symbol.empty()) rc.symbol = e.symbol;
   if (st.in && st.in->signal) rc.signal = st.in->signal;
   else if (!e.signal.empty()) rc.signal = e.signal;
   if (st.in && st.in->exit_code) rc.exit_code = st.in->exit_code;
   else if (e.exit_code) rc.exit_code = e.exit_code;
   std::string what;
+  if (!e.worker.empty() && e.message.find(e.worker) != std::string::npos) {
+    // A worker process of the rank died: torch's sentence says which and how.
+    what = e.message;
+    if (e.location) what += " (" + baseName(e.location->file) + ":" + std::to_string(e.location->line) + ")";
+    if (!e.note.empty()) what += "; " + e.note;
+    rc.summary = rankPrefix(rc.rank) + what;
+    rc.layers = buildLayers(in, st);
+    return rc;
+  }
   switch (e.kind) {
     case Kind::kSignal:
       what = "killed by " + rc.signal.value_or(e.signal);
@@ -56,6 +109,7 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
       break;
     case Kind::kExitCode:
       what = "exited with code " + std::to_string(rc.exit_code.value_or(-1));
+      if (!e.message.empty()) what += ": " + e.message;  // a start-up error without a traceback
       if (e.location) what += " (" + baseName(e.location->file) + ":" + std::to_string(e.location->line) + ")";
       break;
     default:
@@ -71,7 +125,128 @@ std::string stackWhere(const PyFrame& f) {
   return " (stack: " + baseName(f.file) + ":" + std::to_string(f.line) + (f.function.empty() ? "" : " in " + f.function) + ")";
 }
 
+// Two failures are the same when they have the same kind, type, place and
+// message, numbers aside (a rank, a port, a pid differ from rank to rank).
+std::string failureSignature(const Evidence& e) {
+  std::string msg;
+  for (char ch : e.message) {
+    if (ch >= '0' && ch <= '9') {
+      if (msg.empty() || msg.back() != '#') msg.push_back('#');
+    } else {
+      msg.push_back(ch);
+    }
+  }
+  std::string where = e.location ? e.location->file + ":" + std::to_string(e.location->line) : "";
+  return kindName(e.kind) + "\n" + e.type + "\n" + where + "\n" + msg;
+}
+
+// How far a rank got: the milestones of a run that its events show.
+std::set<std::string> milestones(const RankInput& r) {
+  std::set<std::string> out;
+  for (const Event& e : r.events.events) {
+    if (e.ev == "pg_init_begin" || e.ev == "pg_init" || e.ev == "step_begin" || e.ev == "collective_begin") {
+      out.insert(e.ev);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+bool joinsProcessGroup(const Analysis& a) {
+  for (const auto& [r, st] : a.states) {
+    const RankInput& ri = *st.in;
+    if (hasEvent(ri, "pg_init_begin") || hasEvent(ri, "pg_init")) return true;
+    // A peer's store error, or a stack dump inside torch.distributed (the rendezvous).
+    if (st.has_evidence && st.evidence.collateral &&
+        (st.evidence.collateral_reason == collateralKindName(CollateralKind::kStoreTimeout) ||
+         st.evidence.collateral_reason == collateralKindName(CollateralKind::kPeerClosed))) {
+      return true;
+    }
+    for (const StackThread& t : ri.stacks) {
+      for (const PyFrame& f : t.frames) {
+        if (f.file.find("torch/distributed") != std::string::npos || f.function.find("TCPStore") != std::string::npos ||
+            f.function.find("rendezvous") != std::string::npos) {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
+std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
+  // Every rank that failed by its own fault failed the same way, within
+  // moments: a missing script, a bad argument, an import error on every
+  // rank. Nobody's failure caused another's, so no rank is primary.
+  constexpr int64_t kMoments = 10'000'000'000;  // ns
+  if (a.primaries.size() < 2) return std::nullopt;
+  const RankState& first = a.states.at(a.primaries.front());
+  if (!first.has_evidence) return std::nullopt;
+  const std::string sig = failureSignature(first.evidence);
+  std::optional<int64_t> lo, hi;
+  std::set<std::string> reached;
+  for (int r : a.primaries) {
+    const RankState& st = a.states.at(r);
+    if (!st.has_evidence || failureSignature(st.evidence) != sig) return std::nullopt;
+    if (st.t_ns) {
+      lo = lo ? std::min(*lo, *st.t_ns) : *st.t_ns;
+      hi = hi ? std::max(*hi, *st.t_ns) : *st.t_ns;
+    }
+    const auto m = milestones(*st.in);
+    reached.insert(m.begin(), m.end());
+  }
+  if (lo && hi && *hi - *lo > kMoments) return std::nullopt;
+  // The others: stopped by the teardown before they got any further than
+  // the failing ranks did (they would have met the same end). A rank that
+  // failed because of them (collateral) says they were not every rank: two
+  // of three ranks failing alike is not this class, and the earliest of
+  // them is named as before.
+  std::vector<int> stopped;
+  for (const auto& [r, st] : a.states) {
+    if (st.cls == FailureClass::kPrimary) continue;
+    if (st.cls == FailureClass::kCollateral) return std::nullopt;
+    const RankInput& ri = *st.in;
+    if (ri.exit_known && ri.exit_code == 0 && !ri.signal) return std::nullopt;  // a rank that succeeded
+    // Only a start-up failure can be assumed of a rank stopped before it got
+    // there: one that was training when it was stopped had passed the point
+    // where the others failed, or was waiting at it, and had not failed.
+    if (!reached.empty() || !milestones(ri).empty()) return std::nullopt;
+    stopped.push_back(r);
+  }
+  const RunInput& in = *a.in;
+  const int world = std::max<int>(in.world_size, static_cast<int>(in.ranks.size()));
+  if (static_cast<int>(a.primaries.size() + stopped.size()) != world) return std::nullopt;  // a rank never seen
+  // Shown: the first failing rank whose exit status is known (a rank can
+  // print its error and still be stopped by the teardown before it exits).
+  RankState shown = first;
+  for (int r : a.primaries) {
+    if (a.states.at(r).in->exit_code) {
+      shown = a.states.at(r);
+      break;
+    }
+  }
+  addLocationFromStacks(shown.evidence, *shown.in, in.library);
+  RootCause c = rootFromEvidence(in, shown);
+  c.rank.reset();
+  c.ranks = a.primaries;
+  c.blame = Blame::kAllRanks;
+  std::string what = c.summary.substr(rankPrefix(shown.in->rank).size());
+  if (shown.evidence.kind == Kind::kExitCode && !shown.evidence.message.empty()) what = shown.evidence.message;
+  const size_t n = a.primaries.size();
+  std::string who = static_cast<int>(n) == world ? "all " + std::to_string(n) + " ranks"
+                                                 : "ranks " + joinRanks(a.primaries) + " of " + std::to_string(world);
+  c.summary = who + ": " + what;
+  if (!stopped.empty() && static_cast<int>(n) != world) {
+    c.summary += " (" + std::string(stopped.size() == 1 ? "rank " : "ranks ") + joinRanks(stopped) +
+                 " stopped by the teardown before getting further)";
+  }
+  c.layers.erase(std::remove_if(c.layers.begin(), c.layers.end(), [](const Layer& l) { return l.layer == "process"; }),
+                 c.layers.end());
+  c.layers.insert(c.layers.begin() + (c.layers.empty() || c.layers.front().layer != "launcher" ? 0 : 1),
+                  Layer{"process", who + " " + exitText(*shown.in) + " the same way"});
+  return Candidate{c, std::nullopt, {}};
+}
 
 std::optional<Candidate> launcherFailedFirst(const Analysis& a) {
   const RunInput& in = *a.in;
@@ -106,17 +281,29 @@ std::optional<Candidate> launcherFailedFirst(const Analysis& a) {
   return Candidate{l, std::nullopt, {}};
 }
 
+// Where the collectives came from, when it was not the ranks' own events.
+std::string flightRecorderNote(const RunInput& in) {
+  for (const auto& [r, ri] : in.ranks) {
+    if (ri.flight_recorder) return " (from torch's Flight Recorder dumps)";
+  }
+  return "";
+}
+
 std::optional<Candidate> collectiveMismatch(const Analysis& a) {
   const auto m = findCollectiveMismatch(a.logs);
   if (!m) return std::nullopt;
   RootCause c = rootFromCollective(*m);
-  c.summary = rankPrefix(m->rank) + "collective mismatch: " + m->detail;
+  c.summary = rankPrefix(m->rank) + "collective mismatch: " + m->detail + blameText(*m) + flightRecorderNote(*a.in);
   if (m->rank && a.states.count(*m->rank)) {
     const RankState& st = a.states.at(*m->rank);
-    if (st.has_evidence && st.evidence.location && !isLibraryPath(st.evidence.location->file)) {
+    if (st.has_evidence && st.evidence.location && !a.in->library.isLibrary(st.evidence.location->file)) {
       c.location = st.evidence.location;
     }
     c.layers = buildLayers(*a.in, st);
+  }
+  // The blamed side's own call site says where better than an error it raised later.
+  if (m->blame != Blame::kAmbiguous && !m->sides.empty()) {
+    if (auto at = siteLocation(m->sides.front().site)) c.location = at;
   }
   c.layers.push_back({"error", m->detail});
   return Candidate{c, m->rank, {}};
@@ -132,7 +319,7 @@ std::optional<Candidate> earliestPrimary(const Analysis& a) {
     return false;  // same time or none: keep rank order
   });
   RankState first = *order.front();
-  addLocationFromStacks(first.evidence, *first.in);
+  addLocationFromStacks(first.evidence, *first.in, a.in->library);
   return Candidate{rootFromEvidence(*a.in, first), first.in->rank, {}};
 }
 
@@ -151,8 +338,10 @@ std::optional<Candidate> exitBeforeRendezvous(const Analysis& a) {
     peer_clean = peer_clean || (st.in->exit_known && st.in->exit_code == 0 && !st.in->signal);
   }
   // (A rank whose init_process_group the shim could not wrap says nothing.)
+  // And only a program that uses a process group has a rendezvous to fail:
+  // a plain program that exits non-zero is exit_code.
   if (!(instrumented && !any_pg && !peer_clean && a.gaps.process_group.empty() &&
-        first.evidence.kind == Kind::kExitCode && a.in->world_size > 1)) {
+        first.evidence.kind == Kind::kExitCode && a.in->world_size > 1 && joinsProcessGroup(a))) {
     return std::nullopt;
   }
   RootCause& rc = c->cause;
@@ -180,18 +369,36 @@ std::optional<Candidate> hungCollective(const Analysis& a) {
     hung.detail += "; rank " + std::to_string(*hung.rank) + " is stopped (" + in.supervisor->trigger.detail + ")";
     std::erase(hung.waiting, *hung.rank);
   }
+  // No majority and no evidence in the events: a single missing rank that
+  // was alive at the end, somewhere outside torch.distributed, is the laggard.
+  if (hung.blame == Blame::kAmbiguous && hung.missing.size() == 1 && in.ranks.count(hung.missing.front())) {
+    const RankInput& m = in.ranks.at(hung.missing.front());
+    const bool alive = (m.killed_by_teardown || !m.exit_known) && m.started;
+    if (alive && !m.stacks.empty() && !stackInDistributed(m)) {
+      hung.blame = Blame::kRank;
+      hung.rank = hung.missing.front();
+      hung.culprits = hung.missing;
+      hung.why = "its stack dump shows it elsewhere, in no collective";
+      if (hung.sides.size() == 2) std::swap(hung.sides[0], hung.sides[1]);
+    }
+  }
+  if (hung.blame == Blame::kAmbiguous) hung.rank.reset();
   h = hung;
   RootCause c = rootFromCollective(*h);
   std::string where;
+  const bool missing_blamed = h->rank && std::find(h->missing.begin(), h->missing.end(), *h->rank) != h->missing.end();
   if (h->rank && in.ranks.count(*h->rank)) {
-    const RankInput& missing = in.ranks.at(*h->rank);
-    if (const PyFrame* f = userFrame(missing.stacks)) {
+    const RankInput& blamed = in.ranks.at(*h->rank);
+    if (const PyFrame* f = missing_blamed ? userFrame(blamed.stacks, in.library) : nullptr) {
       c.location = Location{f->file, f->line};
       where = stackWhere(*f);
+    } else if (!missing_blamed && !h->sides.empty()) {
+      // A waiter blamed: its call site is the place.
+      c.location = siteLocation(h->sides.front().site);
     }
     c.layers = buildLayers(in, a.states.at(*h->rank));
   }
-  std::string detail = h->detail;
+  std::string detail = h->detail + blameText(*h);
   if (!a.collective_gap.empty()) {
     // Only the traced ranks were compared: "every rank" is every traced one.
     const std::string every = "that every rank entered";
@@ -201,7 +408,7 @@ std::optional<Candidate> hungCollective(const Analysis& a) {
     detail += "; " + a.collective_gap;
   }
   c.layers.push_back({"error", detail});
-  c.summary = rankPrefix(h->rank) + "hung collective: " + detail + where;
+  c.summary = rankPrefix(h->rank) + "hung collective: " + detail + flightRecorderNote(in) + where;
   return Candidate{c, h->rank, h->waiting};
 }
 
@@ -218,6 +425,18 @@ std::optional<Candidate> shutdownHang(const Analysis& a) {
   std::vector<int> stuck;
   bool all_done = top >= 0;
   bool all_destroyed = !in.ranks.empty();
+  // The two latest exits: whether another rank ended after each one, linearly.
+  std::optional<std::pair<int64_t, int>> last_exit, second_exit;
+  for (const auto& [o, other] : in.ranks) {
+    if (!other.exit_ns) continue;
+    const std::pair<int64_t, int> x{*other.exit_ns, -o};
+    if (!last_exit || x > *last_exit) {
+      second_exit = last_exit;
+      last_exit = x;
+    } else if (!second_exit || x > *second_exit) {
+      second_exit = x;
+    }
+  }
   for (const auto& [r, ri] : in.ranks) {
     if (maxStepEnd(ri) != top) all_done = false;
     if (!hasEvent(ri, "pg_destroy")) all_destroyed = false;
@@ -226,10 +445,8 @@ std::optional<Candidate> shutdownHang(const Analysis& a) {
                               (ri.killed_by_teardown && !st.has_evidence);
     // Stuck means still there after the others: a rank that ended before a
     // peer did (stopped by its launcher, say) was not hanging on its way out.
-    bool ended_first = false;
-    for (const auto& [o, other] : in.ranks) {
-      ended_first = ended_first || (o != r && ri.exit_ns && other.exit_ns && *ri.exit_ns < *other.exit_ns);
-    }
+    const auto& later = last_exit && -last_exit->second == r ? second_exit : last_exit;
+    const bool ended_first = ri.exit_ns && later && *ri.exit_ns < later->first;
     if (never_exited && !ended_first && !hasEvent(ri, "exit")) stuck.push_back(r);
   }
   if (!((all_done || all_destroyed) && !stuck.empty() && stuck.size() < in.ranks.size() + 1)) return std::nullopt;
@@ -239,7 +456,7 @@ std::optional<Candidate> shutdownHang(const Analysis& a) {
   std::string where;
   if (c.rank) {
     const RankInput& ri = in.ranks.at(*c.rank);
-    if (const PyFrame* f = userFrame(ri.stacks)) {
+    if (const PyFrame* f = userFrame(ri.stacks, in.library)) {
       c.location = Location{f->file, f->line};
       where = stackWhere(*f);
     } else {
@@ -336,7 +553,7 @@ std::optional<Candidate> noProgress(const Analysis& a) {
   c.rank = in.supervisor->trigger.rank;
   if (c.rank) c.summary = "rank " + std::to_string(*c.rank) + ": " + c.summary;
   for (const auto& [r, ri] : in.ranks) {
-    if (const PyFrame* f = userFrame(ri.stacks)) {
+    if (const PyFrame* f = userFrame(ri.stacks, in.library)) {
       c.layers.push_back({"process", "rank " + std::to_string(r) + " at " + baseName(f->file) + ":" +
                                          std::to_string(f->line) + (f->function.empty() ? "" : " in " + f->function)});
     }
@@ -385,8 +602,15 @@ std::optional<Candidate> launcherFailedAlone(const Analysis& a) {
 
 const std::vector<NamedRule>& rootCauseRules() {
   static const std::vector<NamedRule> rules = {
+      {"node_launcher_lost", "a node whose launcher was killed before its ranks started leaves the others waiting",
+       nodeLauncherLost},
       {"launcher_failed_first", "no rank could fail before the launcher itself did", launcherFailedFirst},
       {"collective_mismatch", "a mismatch explains the errors it causes on every rank", collectiveMismatch},
+      {"node_lost", "a node that went away whole explains every SIGKILL and lost peer that follows", nodeLost},
+      {"network_partition", "a link down before the failures explains the network errors on both sides",
+       networkPartition},
+      {"same_failure_everywhere", "every rank failing the same way has no primary; naming the first is a guess",
+       sameFailureEverywhere},
       {"exit_before_rendezvous", "a bare exit before any process group left its peers at the rendezvous",
        exitBeforeRendezvous},
       {"earliest_primary", "the first rank to fail by its own fault started it; collateral never does",
@@ -394,6 +618,8 @@ const std::vector<NamedRule>& rootCauseRules() {
       {"hung_collective", "with no primary failure, the collective some ranks never entered", hungCollective},
       {"shutdown_hang", "the work finished and one rank never exited", shutdownHang},
       {"store_rendezvous_failure", "every failure is a lost store before any process group", storeRendezvousFailure},
+      {"stack_dump_hang", "no event says where, and the stack dumps show who waits in a collective and who is elsewhere",
+       stackDumpHang},
       {"no_progress", "the supervisor saw no progress and no event says where", noProgress},
       {"only_collateral", "only symptoms of another failure: say so, never guess", onlyCollateral},
       {"launcher_failed_alone", "every rank was clean; the launcher's own exit is all there is", launcherFailedAlone},
@@ -405,6 +631,20 @@ std::optional<Candidate> chooseRootCause(const Analysis& a) {
   std::optional<Candidate> c;
   for (const NamedRule& rule : rootCauseRules()) {
     if ((c = rule.apply(a))) break;
+  }
+  // A rule that said nothing of blame blames its rank, or none.
+  if (c && c->cause.blame == Blame::kNone && c->cause.rank) c->cause.blame = Blame::kRank;
+  if (c && c->cause.blame == Blame::kRank && c->cause.ranks.empty()) c->cause.ranks = {*c->cause.rank};
+  // Multi-node: a rank's fault says which node it was on ("rank 3 on n2: ...").
+  if (c && c->cause.rank && !c->cause.node && a.in->ranks.count(*c->cause.rank)) {
+    const std::string& node = a.in->ranks.at(*c->cause.rank).node;
+    if (!node.empty()) {
+      c->cause.node = node;
+      const std::string prefix = rankPrefix(c->cause.rank);
+      if (c->cause.summary.rfind(prefix, 0) == 0) {
+        c->cause.summary.insert(prefix.size() - 2, " on " + node);
+      }
+    }
   }
   // An injected system-call failure on the root-cause rank is the onion's
   // core: the exception the trainer raised is only how it surfaced.

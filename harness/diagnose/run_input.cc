@@ -1,6 +1,8 @@
 // Gathers a run directory into a RunInput.
 #include "harness/diagnose/run_input.h"
 
+#include "harness/diagnose/flight_recorder.h"
+
 #include <algorithm>
 #include <filesystem>
 
@@ -76,6 +78,13 @@ void addErrorFile(RankInput& r, const fs::path& p) {
   }
 }
 
+// One rank's directory of a torchrun --log_dir attempt: its stderr, stdout and error file.
+void addAttemptRankDir(RankInput& r, const fs::path& dir) {
+  addLog(r, dir / "stderr.log", true);
+  addLog(r, dir / "stdout.log", false);
+  addErrorFile(r, dir / "error.json");
+}
+
 void addStacks(RankInput& r, const fs::path& p) {
   auto text = readTail(p.string());
   if (!text || text->empty()) return;
@@ -84,7 +93,34 @@ void addStacks(RankInput& r, const fs::path& p) {
 
 }  // namespace
 
+namespace {
+
+// The shim's `traceback` field, parsed as stderr's text is: the whole onion.
+std::optional<Evidence> evidenceFromTraceback(const Event& e) {
+  if (e.traceback.empty() || e.kind != "python_exception") return std::nullopt;
+  const std::vector<PyChain> chains = parsePythonTracebacks(e.traceback);
+  const PyChain* pick = nullptr;
+  for (const PyChain& c : chains) {
+    if (c.final().type.empty()) continue;
+    // Python prints the type with its module ("queue.Empty"); the event has its __name__.
+    const std::string& t = c.final().type;
+    const bool same = t == e.type || (t.size() > e.type.size() && t.compare(t.size() - e.type.size(), e.type.size(), e.type) == 0 &&
+                                      t[t.size() - e.type.size() - 1] == '.');
+    if (!pick || same) pick = &c;
+    if (same) break;
+  }
+  if (!pick) return std::nullopt;
+  Evidence ev = evidenceFromChain(*pick);
+  ev.origin = "events.jsonl";
+  ev.t_ns = e.t;
+  ev.thread = e.thread;
+  return ev;
+}
+
+}  // namespace
+
 Evidence evidenceFromEvent(const Event& e) {
+  if (auto ev = evidenceFromTraceback(e)) return std::move(*ev);
   Evidence ev;
   ev.origin = "events.jsonl";
   ev.t_ns = e.t;
@@ -146,6 +182,7 @@ Evidence evidenceFromEvent(const Event& e) {
     }
     if (!ev.function.empty()) break;
   }
+  ev.thread = e.thread;
   if (auto c = classifyCollateral(ev.type + ": " + ev.message)) {
     ev.collateral = true;
     ev.collateral_reason = collateralKindName(*c);
@@ -153,6 +190,68 @@ Evidence evidenceFromEvent(const Event& e) {
   refineKind(ev);
   return ev;
 }
+
+// torch's Flight Recorder dumps (flight_recorder.h): a rank's collectives
+// when no rank has any of its own, as in a trainer faultline could not
+// instrument. Never mixed with the shim's: the two number their calls from
+// different points (the recorder also sees the calls DDP makes in C++).
+void addFlightRecorder(RunInput& in, const std::string& dir) {
+  for (const auto& [r, ri] : in.ranks) {
+    for (const Event& e : ri.events.events) {
+      if (e.ev == "collective_begin") return;
+    }
+  }
+  const FlightRecorderDumps dumps = readFlightRecorderDumps(dir);
+  for (auto& [r, events] : collectiveEventsOf(dumps)) {
+    if (events.empty()) continue;
+    RankInput& ri = in.ranks[r];
+    ri.rank = r;
+    ri.started = true;
+    ri.sources.push_back("flight_recorder/" + std::filesystem::path(dumps.by_rank.at(r).path).filename().string());
+    ri.flight_recorder = true;
+    for (Event& e : events) ri.events.events.push_back(std::move(e));
+  }
+}
+
+namespace {
+
+// The global rank of local rank LOCAL on a node: its agent's rank_start
+// (which carries LOCAL_RANK), else node nK's place (K-1) x (ranks per node).
+std::optional<int> globalRankOf(const RunInput& in, const NodeInput& node, int local, int nodes) {
+  for (const auto& [r, on] : node.ranks) {
+    if (on.local_rank && *on.local_rank == local) return r;
+  }
+  const std::string& name = node.name;
+  const bool numbered = name.size() > 1 && name[0] == 'n' &&
+                        std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!numbered || nodes < 1 || in.world_size <= 0 || in.world_size % nodes != 0) return std::nullopt;
+  const int k = std::atoi(name.c_str() + 1);
+  const int per_node = in.world_size / nodes;
+  if (k < 1 || k > nodes || local < 0 || local >= per_node) return std::nullopt;
+  return (k - 1) * per_node + local;
+}
+
+// torchrun-multinode's nodes n2.. log their ranks in OUT/nodes/NAME/logs, by
+// local rank: each read as its global rank's, as n1's OUT/launcher/logs are.
+void addNodeLogs(RunInput& in, const RunLayout& layout) {
+  std::error_code ec;
+  for (const auto& [name, node] : in.nodes) {
+    const fs::path attempt = lastAttemptDir(layout.nodeLogsDir(name));
+    if (attempt.empty()) continue;
+    for (const auto& d : fs::directory_iterator(attempt, ec)) {
+      const auto local = parseRankDir(d.path().filename().string());
+      if (!local || !d.is_directory(ec)) continue;
+      const auto rank = globalRankOf(in, node, *local, static_cast<int>(in.nodes.size()));
+      if (!rank) continue;
+      RankInput& ri = in.ranks[*rank];
+      ri.rank = *rank;
+      addAttemptRankDir(ri, d.path());
+      if (ri.node.empty()) ri.node = name;
+    }
+  }
+}
+
+}  // namespace
 
 RunInput loadRun(const std::string& dir) {
   RunInput in;
@@ -212,6 +311,7 @@ RunInput loadRun(const std::string& dir) {
       in.launcher_exit_code = s.launcher_process->exit_code;
       in.launcher_signal = s.launcher_process->signal;
     }
+    in.library = LibraryPaths(s.library_paths);
   }
 
   // Per-rank directories.
@@ -231,6 +331,7 @@ RunInput loadRun(const std::string& dir) {
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
+  addFlightRecorder(in, layout.flightRecorderDir());
   // Exits the supervisor could not attribute (no RANK in the environment, as
   // in torch.multiprocessing.spawn children) belong to the rank whose events
   // carry that pid.
@@ -312,10 +413,7 @@ RunInput loadRun(const std::string& dir) {
     for (const auto& d : fs::directory_iterator(attempt, ec)) {
       auto r = parseRankDir(d.path().filename().string());
       if (!r || !d.is_directory(ec)) continue;
-      RankInput& ri = rankAt(*r);  // single node: local rank == rank
-      addLog(ri, d.path() / "stderr.log", true);
-      addLog(ri, d.path() / "stdout.log", false);
-      addErrorFile(ri, d.path() / "error.json");
+      addAttemptRankDir(rankAt(*r), d.path());  // single node: local rank == rank
     }
   }
 
@@ -358,6 +456,34 @@ RunInput loadRun(const std::string& dir) {
       for (int pid : in.launcher->sigterm_pids) {
         if (pid == *ri.pid) ri.killed_by_teardown = true;
       }
+    }
+  }
+  // Nodes: each rank's node and host from its agent's rank_start; the exit an
+  // agent saw where nothing else said one.
+  in.nodes = readNodes(dir, &in.node_problems);
+  for (const auto& [name, node] : in.nodes) {
+    for (const auto& [r, on] : node.ranks) {
+      RankInput& ri = rankAt(r);
+      if (!ri.node.empty()) continue;  // a restarted rank: its first node
+      ri.node = name;
+      ri.host = node.host;
+      ri.started = true;
+      if (!ri.pid && on.pid) ri.pid = on.pid;
+      if (!ri.start_ns && on.start_ns) ri.start_ns = on.start_ns;
+      if (!ri.exit_known && (on.exit_code || on.signal)) {
+        ri.exit_code = on.exit_code;
+        ri.signal = on.signal;
+        ri.exit_known = true;
+        if (!ri.exit_ns) ri.exit_ns = on.exit_ns;
+      }
+    }
+  }
+  addNodeLogs(in, layout);
+  // The parsers picked locations by the built-in policy; the run's own
+  // library paths pick again among the same frames.
+  if (!in.library.extra().empty()) {
+    for (auto& [r, ri] : in.ranks) {
+      for (Evidence& e : ri.errors) pickLocation(e, in.library);
     }
   }
   if (in.world_size <= 0) {

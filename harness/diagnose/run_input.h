@@ -13,6 +13,8 @@
 #include "harness/diagnose/events.h"
 #include "harness/diagnose/evidence.h"
 #include "harness/diagnose/launcher_log.h"
+#include "harness/diagnose/library_paths.h"
+#include "harness/diagnose/node_input.h"
 #include "harness/diagnose/python_traceback.h"
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
@@ -35,6 +37,10 @@ struct RankInput {
   std::string stderr_tail;
   std::string pg_not_destroyed;  // torch 2.x's warning line, when the rank printed it
   std::vector<std::string> sources;  // which files were read, for the diagnosis text
+  bool flight_recorder = false;      // its collectives are torch's Flight Recorder's (flight_recorder.h), not the shim's
+  // Multi-node: the node that ran it (its agent's rank_start) and that node's
+  // host; "" on a single-node run or where no agent said.
+  std::string node, host;
 };
 
 struct RunInput {
@@ -46,6 +52,12 @@ struct RunInput {
   std::optional<std::string> launcher_signal;
   std::string launcher_name;  // "builtin", "external", "torchrun"...
   int world_size = 0;
+  // What is library code: the built-in policy and the run's library_paths
+  // (supervisor.json); every evidence location is picked by it.
+  LibraryPaths library;
+  // Multi-node (docs/MULTINODE.md): every OUT/nodes/NAME, by name; empty on one node.
+  std::map<std::string, NodeInput> nodes;
+  std::vector<NodeProblem> node_problems;  // lines of the node files that could not be read
 };
 
 // The probe's `error` event as evidence: first line of the message, location

@@ -114,18 +114,25 @@ Expectation judgeOne(const scenario::Expect& expect, const json& report) {
         e.ok = expect.op == scenario::MatchOp::kMax ? a <= bound : a >= bound;
       }
       break;
-    case scenario::MatchOp::kContains:
+    case scenario::MatchOp::kContains: {
+      // { contains = "~REGEX" }: a string element (or the string) that matches.
+      const bool re = expect.value.is_string() && expect.value.get<std::string>().rfind('~', 0) == 0;
+      const auto matches = [&](const json& x) {
+        if (!re) return sameValue(x, expect.value);
+        return x.is_string() && std::regex_search(x.get<std::string>(), std::regex(expect.value.get<std::string>().substr(1)));
+      };
       if (actual.is_null()) {
         e.ok = false;
       } else if (actual.is_string() && expect.value.is_string()) {
-        e.ok = actual.get<std::string>().find(expect.value.get<std::string>()) != std::string::npos;
+        e.ok = re ? matches(actual) : actual.get<std::string>().find(expect.value.get<std::string>()) != std::string::npos;
       } else if (!actual.is_array()) {
         return unresolved(e, "{ contains } needs an array or a string, the report has " + std::string(actual.type_name()));
       } else {
         e.ok = false;
-        for (const auto& x : actual) e.ok = e.ok || sameValue(x, expect.value);
+        for (const auto& x : actual) e.ok = e.ok || matches(x);
       }
       break;
+    }
     case scenario::MatchOp::kNull:
       e.ok = actual.is_null() == expect.value.get<bool>();
       break;

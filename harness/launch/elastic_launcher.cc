@@ -7,6 +7,17 @@ std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
   return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
 }
 
+void appendTorchrunTrainer(std::vector<std::string>& cmd, const PlanInput& in) {
+  for (const auto& f : in.scenario->stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
+  auto trainer = in.trainer;
+  if (in.python_trainer) {
+    trainer.erase(trainer.begin());  // torchrun runs the script with its own interpreter
+  } else {
+    cmd.push_back("--no_python");
+  }
+  cmd.insert(cmd.end(), trainer.begin(), trainer.end());
+}
+
 std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs) {
   auto port = findFreePort();
   launcher.insert(launcher.end(), {"--nproc_per_node=1", "--master_port=" + std::to_string(port ? *port : 29500)});

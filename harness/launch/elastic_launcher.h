@@ -22,6 +22,11 @@ std::vector<std::string> elasticLogFlags(const std::string& out_dir);
 // crash (torch 1.13 on Python 3.11).
 std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs);
 
+// The tail of a torchrun command line for a scenario: its launcher_args (else
+// elasticLogFlags), then the trainer. torchrun runs a Python script with its
+// own interpreter (the trainer's is dropped); anything else needs --no_python.
+void appendTorchrunTrainer(std::vector<std::string>& cmd, const PlanInput& in);
+
 class ElasticLauncher : public ObservedLauncher {
  public:
   bool needsTorch() const override { return true; }

@@ -70,8 +70,10 @@ enum class RankDiscovery {
   kStarted,      // start() returns every rank: faultline started them itself
   kDescendants,  // descendants of the launcher process, by the RANK in their environment
                  // (the topmost process carrying a RANK is the rank)
-  // A launcher with ranks on other nodes (Slurm) will add a kind where a
-  // per-node agent reports them.
+  kRunProcesses,  // any process on this host carrying the run's FAULTLINE_RUN_ID and a RANK (the
+                  // topmost such), wherever it was started: Slurm's slurmstepd starts the ranks, not
+                  // the launcher process; the node agents' rank_start events say the same from every
+                  // node (docs/MULTINODE.md)
 };
 
 // How the supervisor stops a job that has to be stopped.
@@ -114,6 +116,7 @@ struct PlanInput {
   const TorchInstall* torch = nullptr;  // null when the stack needs none
   std::string out_dir;                  // the run directory (for --log_dir)
   int master_port = 0;
+  std::string faultline_bin;  // the faultline binary (Tools::faultline_bin); "" unknown
 };
 
 // The launcher's part of a plan: what to start.
@@ -141,6 +144,9 @@ class Launcher {
   // Whether the stack runs at a torch version even with a trainer that needs
   // none (torchrun is torch's own launcher; external runs whatever it is given).
   virtual bool needsTorch() const = 0;
+  // Whether it spreads a world over several nodes (`[stack] nodes`); a
+  // scenario with nodes > 1 is unsupported on a stack that does not.
+  virtual bool spansNodes() const { return false; }
   // The command line for a scenario, or why the scenario cannot run here.
   virtual tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const = 0;
 
@@ -163,8 +169,20 @@ class Launcher {
   // Starts the run's processes, placed in their containment, output into the
   // run directory. Errors: kBadUsage (no such command), kIo, kSystem.
   virtual Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const = 0;
+  // After the teardown: removes what start() made beside processes (the
+  // network namespaces of torchrun-multinode) and says what is still left
+  // (teardown leaks); empty when nothing is.
+  virtual std::vector<std::string> finish(const LaunchOptions&) const { return {}; }
   // Where its own log is, for a run started with `opts`.
   virtual LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const = 0;
+
+  // --- a job held by a workload manager (Slurm) ---
+  // Ends what of the run's job the engine still holds, after the launcher
+  // process was stopped (scancel); the commands it ran, for the timeline.
+  virtual std::vector<std::string> cancelJob(const RunLayout&) const { return {}; }
+  // What of the run's job the engine still runs or queues ("slurm job 12:
+  // COMPLETING"); empty: nothing. Part of the teardown proof.
+  virtual std::vector<std::string> residue(const RunLayout&) const { return {}; }
 };
 
 // The launcher of that name (a stack name without its @series); null if none.

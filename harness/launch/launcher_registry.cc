@@ -9,8 +9,10 @@ namespace faultline::launch {
 // Each defined in its own file.
 const Launcher& externalLauncher();
 const Launcher& torchrunLauncher();
+const Launcher& torchrunMultinodeLauncher();
 const Launcher& distributedLaunchLauncher();
 const Launcher& spawnLauncher();
+const Launcher& slurmLauncher();
 
 namespace {
 const Launcher& builtinLauncher() {
@@ -23,8 +25,10 @@ const std::vector<const Launcher*>& allLaunchers() {
   static const std::vector<const Launcher*> kAll = {
       &builtinLauncher(),
       &torchrunLauncher(),
+      &torchrunMultinodeLauncher(),
       &distributedLaunchLauncher(),
       &spawnLauncher(),
+      &slurmLauncher(),
       &externalLauncher(),
   };
   return kAll;

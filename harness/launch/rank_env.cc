@@ -23,6 +23,31 @@ Environment currentEnvironment() {
   return env;
 }
 
+namespace {
+
+// torch 2.x's Flight Recorder, pointed into the run directory (CONTRACT.md
+// section 2.3): a recorder of the last 2000 collectives unless the user sized
+// it, NCCL's dump on a watchdog timeout and its dump pipe, and the dumps'
+// file prefix (torch appends the rank). What the user set stays. torch 1.13
+// reads none of them.
+void addFlightRecorder(Environment& env, const RunLayout& layout) {
+  // A value an enclosing faultline run set points into that run: replaced.
+  const auto outer = env.find("FAULTLINE_FLIGHT_RECORDER_DIR");
+  const std::string outer_dir = outer == env.end() ? "" : outer->second;
+  auto setDefault = [&](const char* key, const std::string& value) {
+    auto it = env.find(key);
+    if (it == env.end() || (!outer_dir.empty() && it->second.rfind(outer_dir, 0) == 0)) env[key] = value;
+  };
+  if (!env.count("TORCH_FR_BUFFER_SIZE") && !env.count("TORCH_NCCL_TRACE_BUFFER_SIZE")) env["TORCH_FR_BUFFER_SIZE"] = "2000";
+  setDefault("TORCH_FR_DUMP_TEMP_FILE", layout.flightRecorderPrefix());
+  setDefault("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", layout.flightRecorderPrefix());
+  env.try_emplace("TORCH_NCCL_DUMP_ON_TIMEOUT", "1");
+  setDefault("TORCH_NCCL_DEBUG_INFO_PIPE_FILE", layout.flightRecorderPipePrefix());
+  env["FAULTLINE_FLIGHT_RECORDER_DIR"] = layout.flightRecorderDir();
+}
+
+}  // namespace
+
 Environment rankEnvironment(const Environment& base, const RunLayout& layout, const RankEnvParams& p) {
   Environment env = base;
   env.erase("FAULTLINE_EVENTS_DIR");
@@ -62,6 +87,7 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
   env["FAULTLINE_RUN_DIR"] = layout.outDir();
   env["FAULTLINE_EVENTS"] = layout.rankEvents(p.rank);
   env[kRunIdVar] = p.run_id;
+  addFlightRecorder(env, layout);
   return env;
 }
 
@@ -76,6 +102,7 @@ Environment launcherEnvironment(const Environment& base, const RunLayout& layout
   env["FAULTLINE_RUN_DIR"] = layout.outDir();
   env["FAULTLINE_EVENTS_DIR"] = layout.ranksDir();
   env[kRunIdVar] = run_id;
+  addFlightRecorder(env, layout);
   return env;
 }
 

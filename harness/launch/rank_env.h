@@ -34,7 +34,8 @@ struct RankEnvParams {
 // TORCHELASTIC_USE_AGENT_STORE=False; TORCH_NCCL_ASYNC_ERROR_HANDLING,
 // NCCL_ASYNC_ERROR_HANDLING and, with several ranks, OMP_NUM_THREADS default
 // to 1 and TORCHELASTIC_SIGNALS_TO_HANDLE to torchrun's list unless base has them) + FAULTLINE_RUN_DIR, FAULTLINE_EVENTS,
-// FAULTLINE_RUN_ID. Stale FAULTLINE_EVENTS_DIR is removed.
+// FAULTLINE_RUN_ID, and torch 2.x's Flight Recorder pointed into OUT/flight_recorder
+// (TORCH_FR_BUFFER_SIZE, TORCH_FR_DUMP_TEMP_FILE, ...: rank_env.cc). Stale FAULTLINE_EVENTS_DIR is removed.
 Environment rankEnvironment(const Environment& base, const RunLayout& layout, const RankEnvParams& p);
 
 // base + FAULTLINE_RUN_DIR, FAULTLINE_EVENTS_DIR=OUT/ranks, FAULTLINE_RUN_ID;

@@ -36,6 +36,7 @@ std::string absolutePath(const std::string& path) {
 
 Result<void> createRunDirs(const RunLayout& layout, int nranks) {
   if (auto r = makeDirs(layout.ranksDir()); !r) return r;
+  if (auto r = makeDirs(layout.flightRecorderDir()); !r) return r;
   for (int i = 0; i < nranks; ++i) {
     if (auto r = makeDirs(layout.rankDir(i)); !r) return r;
   }

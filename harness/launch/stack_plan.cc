@@ -140,7 +140,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
   if (s.fault && !s.fault->kind.empty()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
-    // command trainer the Python shim strikes it, read from FAULTLINE_FAULT.
+    // command trainer the Python shim or the probe strikes it, read from FAULTLINE_FAULT.
     if (s.fault->by == "supervisor") {
       plan.outside_faults.push_back(s.fault->toSpec());
     } else if (!reference) {
@@ -156,6 +156,12 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   in.torch = torch ? &*torch : nullptr;
   in.out_dir = out_dir;
   in.master_port = master_port;
+  in.faultline_bin = tools.faultline_bin;
+  if (s.stack.nodes > 1 && !launcher->spansNodes()) {
+    plan.unsupported = "scenario '" + s.name + "' spans " + std::to_string(s.stack.nodes) + " nodes; " + name.launcher +
+                       " runs on one";
+    return plan;
+  }
   auto planned = launcher->plan(in);
   if (!planned) {
     plan.unsupported = planned.error().reason;

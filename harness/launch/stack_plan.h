@@ -21,6 +21,7 @@ struct Tools {
   std::string trainer_override;       // set (FAULTLINE_TRAINER): this reference trainer for every torch version
   Instruments instruments;            // given to every stack's processes
   int gpus = 0;                       // NVIDIA GPUs on this machine (countGpus)
+  std::string faultline_bin;          // this faultline binary (multi-node stacks run `faultline agent` on each node)
 };
 
 // The NVIDIA GPUs this machine has: its /dev/nvidiaN device files.

@@ -15,14 +15,7 @@ class TorchrunLauncher final : public ElasticLauncher {
     const scenario::Scenario& s = *in.scenario;
     std::vector<std::string> cmd = {torch.torchrun, "--nproc_per_node=" + std::to_string(s.stack.world_size),
                                     "--master_port=" + std::to_string(in.master_port)};
-    for (const auto& f : s.stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
-    auto trainer = in.trainer;
-    if (in.python_trainer) {
-      trainer.erase(trainer.begin());  // torchrun runs the script with its own interpreter
-    } else {
-      cmd.push_back("--no_python");
-    }
-    cmd.insert(cmd.end(), trainer.begin(), trainer.end());
+    appendTorchrunTrainer(cmd, in);
     return PlannedStart{cmd, 1};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {

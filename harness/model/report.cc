@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<Kind, const char*>, 19> kKinds{{
+constexpr std::array<std::pair<Kind, const char*>, 22> kKinds{{
     {Kind::kPythonException, "python_exception"},
     {Kind::kCppException, "cpp_exception"},
     {Kind::kUndefinedSymbol, "undefined_symbol"},
@@ -36,15 +36,28 @@ constexpr std::array<std::pair<Kind, const char*>, 19> kKinds{{
     {Kind::kConcurrentWrites, "concurrent_writes"},
     {Kind::kStraggler, "straggler"},
     {Kind::kNoPgDestroy, "no_pg_destroy"},
+    {Kind::kDivergedParams, "diverged_params"},
+    {Kind::kNodeLost, "node_lost"},
+    {Kind::kNetworkPartition, "network_partition"},
     {Kind::kUnknown, "unknown"},
 }};
 
-constexpr std::array<std::pair<RankRole, const char*>, 5> kRoles{{
+constexpr std::array<std::pair<Blame, const char*>, 6> kBlames{{
+    {Blame::kRank, "rank"},
+    {Blame::kRanks, "ranks"},
+    {Blame::kAllRanks, "all_ranks"},
+    {Blame::kAmbiguous, "ambiguous"},
+    {Blame::kNone, "none"},
+    {Blame::kNode, "node"},
+}};
+
+constexpr std::array<std::pair<RankRole, const char*>, 6> kRoles{{
     {RankRole::kRootCause, "root_cause"},
     {RankRole::kCollateral, "collateral"},
     {RankRole::kClean, "clean"},
     {RankRole::kKilledByTeardown, "killed_by_teardown"},
     {RankRole::kSurvivor, "survivor"},
+    {RankRole::kLost, "lost"},
 }};
 
 constexpr std::array<std::pair<Escalation, const char*>, 3> kEscalations{{
@@ -57,6 +70,21 @@ constexpr std::array<std::pair<TeardownBy, const char*>, 3> kTeardownBys{{
     {TeardownBy::kNone, "none"},
     {TeardownBy::kFaultline, "faultline"},
     {TeardownBy::kLauncher, "launcher"},
+}};
+
+constexpr std::array<std::pair<TimelineKind, const char*>, 12> kTimelineKinds{{
+    {TimelineKind::kNote, "note"},
+    {TimelineKind::kStart, "start"},
+    {TimelineKind::kFault, "fault"},
+    {TimelineKind::kStep, "step"},
+    {TimelineKind::kStuck, "stuck"},
+    {TimelineKind::kFailure, "failure"},
+    {TimelineKind::kTrigger, "trigger"},
+    {TimelineKind::kExit, "exit"},
+    {TimelineKind::kSignal, "signal"},
+    {TimelineKind::kDump, "dump"},
+    {TimelineKind::kTeardown, "teardown"},
+    {TimelineKind::kRootCause, "root_cause"},
 }};
 
 template <class E, size_t N>
@@ -80,16 +108,36 @@ json opt(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
 
+json toJson(const CollectiveSide& s) {
+  return {
+      {"ranks", s.ranks},
+      {"op", s.op.empty() ? json(nullptr) : json(s.op)},
+      {"numel", opt(s.numel)},
+      {"site", s.site.empty() ? json(nullptr) : json(s.site)},
+      {"callers", s.callers},
+      {"rank_condition", s.rank_condition.empty() ? json(nullptr) : json(s.rank_condition)},
+  };
+}
+
 json toJson(const RootCause& rc) {
   json layers = json::array();
   for (const auto& l : rc.layers) layers.push_back({{"layer", l.layer}, {"text", l.text}});
-  return {
+  json sides = json::array();
+  for (const auto& s : rc.sides) sides.push_back(toJson(s));
+  json j = {
       {"kind", kindName(rc.kind)},
       {"rank", opt(rc.rank)},
+      {"blame", blameName(rc.blame)},
+      {"ranks", rc.ranks},
+      {"sides", sides},
       {"summary", rc.summary},
       {"exception_type", opt(rc.exception_type)},
       {"message", opt(rc.message)},
       {"location", rc.location ? json{{"file", rc.location->file}, {"line", rc.location->line}} : json(nullptr)},
+      {"native_location", rc.native_location ? json{{"file", rc.native_location->file},
+                                                    {"line", rc.native_location->line},
+                                                    {"function", opt(rc.native_function)}}
+                                             : json(nullptr)},
       {"symbol", opt(rc.symbol)},
       {"signal", opt(rc.signal)},
       {"exit_code", opt(rc.exit_code)},
@@ -98,6 +146,8 @@ json toJson(const RootCause& rc) {
       {"missing_ranks", rc.missing_ranks},
       {"layers", layers},
   };
+  if (rc.node) j["node"] = *rc.node;  // multi-node only
+  return j;
 }
 
 // Reading: a small cursor that remembers the path, so an error names the field.
@@ -169,6 +219,7 @@ std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
   Reader r(j, "root_cause");
   r.getEnum("kind", kKinds, rc.kind);
   r.getOpt("rank", rc.rank);
+  r.getOpt("node", rc.node);
   r.get("summary", rc.summary);
   r.getOpt("exception_type", rc.exception_type);
   r.getOpt("message", rc.message);
@@ -183,6 +234,15 @@ std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
     r.adopt(lr.error());
     rc.location = l;
   }
+  if (const json* loc = r.field("native_location", false); loc && !loc->is_null()) {
+    Reader lr(*loc, "root_cause.native_location");
+    Location l;
+    lr.get("file", l.file);
+    lr.get("line", l.line);
+    lr.getOpt("function", rc.native_function);
+    r.adopt(lr.error());
+    rc.native_location = l;
+  }
   if (const json* c = r.field("collective", false); c && !c->is_null()) {
     Reader cr(*c, "root_cause.collective");
     CollectiveRef ref;
@@ -193,6 +253,30 @@ std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
   }
   r.get("waiting_ranks", rc.waiting_ranks, false);
   r.get("missing_ranks", rc.missing_ranks, false);
+  r.get("ranks", rc.ranks, false);
+  if (r.field("blame", false)) {
+    r.getEnum("blame", kBlames, rc.blame);
+  } else {
+    // Reports written before `blame` read as their rank says.
+    rc.blame = rc.rank ? Blame::kRank : Blame::kNone;
+    if (rc.ranks.empty() && rc.rank) rc.ranks = {*rc.rank};
+  }
+  if (const json* ss = r.field("sides", false); ss && ss->is_array()) {
+    for (const auto& sj : *ss) {
+      Reader sr(sj, "root_cause.sides[]");
+      CollectiveSide side;
+      sr.get("ranks", side.ranks);
+      if (sj.is_object() && sj.contains("op") && !sj["op"].is_null()) sr.get("op", side.op);
+      sr.getOpt("numel", side.numel);
+      if (sj.is_object() && sj.contains("site") && !sj["site"].is_null()) sr.get("site", side.site);
+      sr.get("callers", side.callers, false);
+      if (sj.is_object() && sj.contains("rank_condition") && !sj["rank_condition"].is_null()) {
+        sr.get("rank_condition", side.rank_condition);
+      }
+      r.adopt(sr.error());
+      rc.sides.push_back(side);
+    }
+  }
   if (const json* ls = r.field("layers", false); ls && ls->is_array()) {
     for (const auto& l : *ls) {
       Reader lr(l, "root_cause.layers[]");
@@ -211,23 +295,43 @@ std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
 
 std::string kindName(Kind k) { return nameOf(kKinds, k); }
 std::optional<Kind> kindFromName(const std::string& name) { return valueOf(kKinds, name); }
+std::string blameName(Blame b) { return nameOf(kBlames, b); }
+std::optional<Blame> blameFromName(const std::string& name) { return valueOf(kBlames, name); }
 std::string roleName(RankRole r) { return nameOf(kRoles, r); }
 std::optional<RankRole> roleFromName(const std::string& name) { return valueOf(kRoles, name); }
 std::string escalationName(Escalation e) { return nameOf(kEscalations, e); }
 std::optional<Escalation> escalationFromName(const std::string& name) { return valueOf(kEscalations, name); }
 std::string teardownByName(TeardownBy b) { return nameOf(kTeardownBys, b); }
 std::optional<TeardownBy> teardownByFromName(const std::string& name) { return valueOf(kTeardownBys, name); }
+std::string timelineKindName(TimelineKind k) { return nameOf(kTimelineKinds, k); }
+std::optional<TimelineKind> timelineKindFromName(const std::string& name) { return valueOf(kTimelineKinds, name); }
 
 json toJson(const Report& r) {
   json ranks = json::array();
   for (const auto& rk : r.ranks) {
-    ranks.push_back({{"rank", rk.rank},
-                     {"pid", opt(rk.pid)},
-                     {"exit_code", opt(rk.exit_code)},
-                     {"signal", opt(rk.signal)},
-                     {"role", roleName(rk.role)},
-                     {"diagnosis", rk.diagnosis},
-                     {"stderr_tail", rk.stderr_tail}});
+    json item = {{"rank", rk.rank},
+                 {"pid", opt(rk.pid)},
+                 {"exit_code", opt(rk.exit_code)},
+                 {"signal", opt(rk.signal)},
+                 {"role", roleName(rk.role)},
+                 {"diagnosis", rk.diagnosis},
+                 {"stderr_tail", rk.stderr_tail}};
+    // Multi-node only: a single-node report stays as it was.
+    if (rk.node) item["node"] = *rk.node;
+    if (rk.host) item["host"] = *rk.host;
+    ranks.push_back(std::move(item));
+  }
+  json nodes = json::array();
+  for (const auto& n : r.nodes) {
+    json sv = json::array();
+    for (const auto& s : n.survivors) sv.push_back({{"pid", s.pid}, {"cmdline", s.cmdline}});
+    nodes.push_back({{"name", n.name},
+                     {"host", n.host.empty() ? json(nullptr) : json(n.host)},
+                     {"ranks", n.ranks},
+                     {"lost", n.lost},
+                     {"link_down_ns", opt(n.link_down_ns)},
+                     {"survivors", sv},
+                     {"agent_exit_code", opt(n.agent_exit_code)}});
   }
   json findings = json::array();
   for (const auto& f : r.findings) {
@@ -246,7 +350,17 @@ json toJson(const Report& r) {
     expectations.push_back(std::move(item));
   }
   json timeline = json::array();
-  for (const auto& t : r.timeline) timeline.push_back({{"t_ms", t.t_ms}, {"rank", opt(t.rank)}, {"what", t.what}});
+  for (const auto& t : r.timeline) {
+    timeline.push_back({{"t_ms", t.t_ms}, {"rank", opt(t.rank)}, {"what", t.what}, {"kind", timelineKindName(t.kind)}});
+  }
+  json spans = json::array();
+  for (const auto& sp : r.spans) {
+    json item = {{"rank", sp.rank}, {"kind", sp.kind},     {"name", sp.name},
+                 {"index", sp.index}, {"t_ms", sp.t_ms}, {"dur_ms", opt(sp.dur_ms)}};
+    if (sp.numel >= 0) item["numel"] = sp.numel;
+    if (!sp.dtype.empty()) item["dtype"] = sp.dtype;
+    spans.push_back(std::move(item));
+  }
 
   json out = json::object();
   // Extra fields first, so the contract's fields always win a name clash.
@@ -261,6 +375,7 @@ json toJson(const Report& r) {
                      {"blamed_correctly", opt(r.launcher.blamed_correctly)}};
   out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
   out["ranks"] = ranks;
+  if (!nodes.empty()) out["nodes"] = nodes;
   out["findings"] = findings;
   out["teardown"] = {{"clean", r.teardown.clean},
                      {"duration_ms", r.teardown.duration_ms},
@@ -271,6 +386,8 @@ json toJson(const Report& r) {
   out["expectations"] = expectations;
   out["verdict"] = verdictName(r.verdict);
   out["timeline"] = timeline;
+  out["spans"] = spans;
+  if (r.spans_dropped > 0) out["spans_dropped"] = r.spans_dropped;
   out["harness"] = {{"version", r.harness.version}, {"wall_ms", r.harness.wall_ms}};
   return out;
 }
@@ -319,8 +436,36 @@ Result<Report> reportFromJson(const json& j) {
       rr.getEnum("role", kRoles, out.role);
       rr.get("diagnosis", out.diagnosis, false);
       rr.get("stderr_tail", out.stderr_tail, false);
+      rr.getOpt("node", out.node);
+      rr.getOpt("host", out.host);
       top.adopt(rr.error());
       r.ranks.push_back(std::move(out));
+    }
+  }
+  if (const json* ns = top.field("nodes", false); ns && ns->is_array()) {
+    for (const auto& nj : *ns) {
+      Reader nr(nj, "report.nodes[]");
+      NodeReport n;
+      nr.get("name", n.name);
+      std::optional<std::string> host;
+      nr.getOpt("host", host);
+      n.host = host.value_or("");
+      nr.get("ranks", n.ranks, false);
+      nr.get("lost", n.lost, false);
+      nr.getOpt("link_down_ns", n.link_down_ns);
+      nr.getOpt("agent_exit_code", n.agent_exit_code);
+      if (const json* ss = nr.field("survivors", false); ss && ss->is_array()) {
+        for (const auto& sj : *ss) {
+          Reader sr(sj, "report.nodes[].survivors[]");
+          Survivor sv;
+          sr.get("pid", sv.pid);
+          sr.get("cmdline", sv.cmdline);
+          nr.adopt(sr.error());
+          n.survivors.push_back(sv);
+        }
+      }
+      top.adopt(nr.error());
+      r.nodes.push_back(std::move(n));
     }
   }
   if (const json* fs = top.field("findings", false); fs && fs->is_array()) {
@@ -389,10 +534,30 @@ Result<Report> reportFromJson(const json& j) {
       tr.get("t_ms", out.t_ms);
       tr.getOpt("rank", out.rank);
       tr.get("what", out.what);
+      std::string kind = "note";  // reports written before timeline kinds
+      tr.get("kind", kind, false);
+      if (auto k = timelineKindFromName(kind)) out.kind = *k;  // a later kind reads as a note
       top.adopt(tr.error());
       r.timeline.push_back(std::move(out));
     }
   }
+  if (const json* ss = top.field("spans", false); ss && ss->is_array()) {
+    for (const auto& j : *ss) {
+      Reader sr(j, "report.spans[]");
+      Span sp;
+      sr.get("rank", sp.rank);
+      sr.get("kind", sp.kind);
+      sr.get("name", sp.name);
+      sr.get("index", sp.index, false);
+      sr.get("t_ms", sp.t_ms);
+      sr.getOpt("dur_ms", sp.dur_ms);
+      sr.get("numel", sp.numel, false);
+      sr.get("dtype", sp.dtype, false);
+      top.adopt(sr.error());
+      r.spans.push_back(std::move(sp));
+    }
+  }
+  top.get("spans_dropped", r.spans_dropped, false);
   if (const json* h = top.field("harness", false); h && !h->is_null()) {
     Reader hr(*h, "report.harness");
     hr.get("version", r.harness.version);
@@ -400,7 +565,7 @@ Result<Report> reportFromJson(const json& j) {
     top.adopt(hr.error());
   }
   if (top.error()) return tl::unexpected(*top.error());
-  static const char* kKnown[] = {"schema", "scenario", "stack", "launcher", "root_cause", "ranks", "findings",
+  static const char* kKnown[] = {"schema", "scenario", "stack", "launcher", "root_cause", "ranks", "nodes", "findings",
                                  "teardown", "expectations", "verdict", "timeline", "harness"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;

@@ -21,12 +21,13 @@ enum class Kind {
   kPythonException, kCppException, kUndefinedSymbol, kSignal, kExitCode, kHungCollective,
   kCollectiveMismatch, kRendezvousFailure, kShutdownHang, kLauncherError, kOom, kTimeout,
   kSeedMismatch, kUnshardedData, kUnsyncedMetrics, kConcurrentWrites, kStraggler,
-  kNoPgDestroy, kUnknown,
+  kNoPgDestroy, kDivergedParams, kNodeLost, kNetworkPartition, kUnknown,
 };
 std::string kindName(Kind k);
 std::optional<Kind> kindFromName(const std::string& name);
 
-enum class RankRole { kRootCause, kCollateral, kClean, kKilledByTeardown, kSurvivor };
+// kLost: a rank whose whole node went away (docs/MULTINODE.md).
+enum class RankRole { kRootCause, kCollateral, kClean, kKilledByTeardown, kSurvivor, kLost };
 std::string roleName(RankRole r);
 std::optional<RankRole> roleFromName(const std::string& name);
 
@@ -82,13 +83,43 @@ struct Layer {
   std::string text;
 };
 
+// How root_cause.rank is to be read (CONTRACT.md section 4, BLAME): one rank
+// is to blame, one side of a collective (several ranks), every rank failed the
+// same way (no primary), the evidence cannot choose between the sides, or no
+// rank at all (the launcher, a timeout, an unknown); or a whole node
+// (root_cause.node; ranks are its ranks).
+enum class Blame { kRank, kRanks, kAllRanks, kAmbiguous, kNone, kNode };
+std::string blameName(Blame b);
+std::optional<Blame> blameFromName(const std::string& name);
+
+// One side of a collective mismatch or hang: the ranks that made the same
+// call (or, for a hang, made none), the op, and where in their code.
+struct CollectiveSide {
+  std::vector<int> ranks;
+  std::string op;                 // "" : no call at that seq (the missing side of a hang)
+  std::optional<int64_t> numel;
+  std::string site;               // "train.py:42": the innermost frame outside torch
+  std::vector<std::string> callers;  // the next frames outward, innermost first
+  std::string rank_condition;     // "train.py:40: if rank == 0:" when the call is under one
+};
+
 struct RootCause {
   Kind kind = Kind::kUnknown;
   std::optional<int> rank;
+  // Multi-node: the node lost or cut off (node_lost, network_partition), or
+  // the node of the root-cause rank; absent on a single-node run.
+  std::optional<std::string> node;
+  Blame blame = Blame::kNone;
+  std::vector<int> ranks;  // blame kRank: {rank}; kRanks, kAllRanks, kAmbiguous: the ranks concerned
+  std::vector<CollectiveSide> sides;  // collective_mismatch / hung_collective: each side
   std::string summary;
   std::optional<std::string> exception_type;
   std::optional<std::string> message;
   std::optional<Location> location;
+  // Where C++ raised it (c10's "Exception raised from FUNC at FILE:LINE"), when
+  // the message says; location stays the user's Python frame.
+  std::optional<Location> native_location;
+  std::optional<std::string> native_function;
   std::optional<std::string> symbol;
   std::optional<std::string> signal;
   std::optional<int> exit_code;
@@ -106,7 +137,11 @@ struct RankReport {
   RankRole role = RankRole::kClean;
   std::string diagnosis;
   std::string stderr_tail;
+  // Multi-node: the node that ran it and its host; absent on a single-node run.
+  std::optional<std::string> node = std::nullopt;
+  std::optional<std::string> host = std::nullopt;
 };
+
 
 struct Finding {
   Kind kind = Kind::kUnknown;
@@ -133,6 +168,18 @@ struct TeardownReport {
   TeardownBy by = TeardownBy::kNone;
 };
 
+// One node of a multi-node run (docs/MULTINODE.md): what its agents said and
+// whether the diagnosis found it lost.
+struct NodeReport {
+  std::string name;
+  std::string host;                    // "" unknown
+  std::vector<int> ranks;
+  bool lost = false;                   // the root cause is this node lost or cut off
+  std::optional<int64_t> link_down_ns; // the first link-down the agent saw (CLOCK_REALTIME)
+  std::vector<Survivor> survivors;  // the agents' survivors events
+  std::optional<int> agent_exit_code;  // null: some agent of the node never wrote agent_exit
+};
+
 struct Expectation {
   std::string what;
   nlohmann::json expected;
@@ -144,10 +191,31 @@ struct Expectation {
   std::string reason;
 };
 
+// What a timeline entry marks, so a renderer can tell a step from a
+// collective, an exit from a teardown signal (CONTRACT.md, timeline[].kind).
+enum class TimelineKind { kNote, kStart, kFault, kStep, kStuck, kFailure, kTrigger, kExit, kSignal, kDump,
+                          kTeardown, kRootCause };
+std::string timelineKindName(TimelineKind k);
+std::optional<TimelineKind> timelineKindFromName(const std::string& name);
+
 struct TimelineEntry {
   double t_ms = 0;  // since the run started
   std::optional<int> rank;
   std::string what;
+  TimelineKind kind = TimelineKind::kNote;
+};
+
+// A step or a collective of one rank, from its events: drawn as a bar in the
+// HTML timeline and as a complete event in trace.json.
+struct Span {
+  int rank = 0;
+  std::string kind;    // "step" | "collective"
+  std::string name;    // "step 3", "allreduce"
+  int64_t index = -1;  // the step number, or the collective's sequence number
+  double t_ms = 0;     // began, since the run started
+  std::optional<double> dur_ms;  // null: it never ended (a hang, a crash inside it)
+  int64_t numel = -1;  // collectives: elements, when the event said
+  std::string dtype;
 };
 
 struct HarnessInfo {
@@ -161,11 +229,14 @@ struct Report {
   LauncherInfo launcher;
   std::optional<RootCause> root_cause;
   std::vector<RankReport> ranks;
+  std::vector<NodeReport> nodes;  // multi-node only; empty (and absent) on one node
   std::vector<Finding> findings;
   TeardownReport teardown;
   std::vector<Expectation> expectations;
   Verdict verdict = Verdict::kIncomplete;
   std::vector<TimelineEntry> timeline;
+  std::vector<Span> spans;     // by rank, then begin time
+  int64_t spans_dropped = 0;   // spans left out to bound the report's size
   HarnessInfo harness;
   // Fields a later schema adds, or a stage records beyond the contract
   // (e.g. "containment"), kept verbatim so a re-render loses nothing.

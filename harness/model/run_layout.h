@@ -30,10 +30,25 @@ class RunLayout {
   std::string markdownPath() const { return out_ + "/report.md"; }
   std::string htmlPath() const { return out_ + "/report.html"; }
   std::string daemonPidPath() const { return out_ + "/daemon.pid"; }
+  // torch's Flight Recorder dumps (TORCH_FR_DUMP_TEMP_FILE = the prefix: torch
+  // appends the rank) and the pipes that ask for one (CONTRACT.md section 6).
+  std::string flightRecorderDir() const { return out_ + "/flight_recorder"; }
+  std::string flightRecorderPrefix() const { return flightRecorderDir() + "/rank_"; }
+  std::string flightRecorderPipePrefix() const { return flightRecorderDir() + "/pipe_"; }
+
+  // Multi-node (docs/MULTINODE.md): what each node's agents and the supervisor's node faults write.
+  std::string nodesDir() const { return out_ + "/nodes"; }
+  std::string nodeDir(const std::string& name) const { return nodesDir() + "/" + name; }
+  // torchrun-multinode: the --log_dir of node n2 and later (n1 logs in launcherLogsDir()).
+  std::string nodeLogsDir(const std::string& name) const { return nodeDir(name) + "/logs"; }
+  std::string nodeAgentEvents(const std::string& name, int pid) const {
+    return nodeDir(name) + "/agent-" + std::to_string(pid) + ".jsonl";
+  }
+  std::string nodeSupervisorEvents(const std::string& name) const { return nodeDir(name) + "/supervisor.jsonl"; }
 
   // What an earlier run leaves that a new run removes before it starts, so
   // that no stale rank directory is read as part of it; nothing else in OUT.
-  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir()}; }
+  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir(), flightRecorderDir(), nodesDir()}; }
   std::vector<std::string> previousRunFiles() const { return {reportPath(), supervisorPath(), daemonPidPath()}; }
 
  private:

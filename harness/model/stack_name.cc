@@ -9,7 +9,8 @@ namespace faultline {
 
 const std::vector<StackLauncherName>& stackLaunchers() {
   static const std::vector<StackLauncherName> kNames = {
-      {"builtin", true}, {"torchrun", true}, {"launch", true}, {"spawn", true}, {"external", false}};
+      {"builtin", true}, {"torchrun", true}, {"torchrun-multinode", true}, {"launch", true}, {"spawn", true},
+      {"slurm", true}, {"external", false}};
   return kNames;
 }
 

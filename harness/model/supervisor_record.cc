@@ -89,6 +89,7 @@ json toJson(const SupervisorRecord& r) {
                      {"exit_code", opt(k.exit_code)},
                      {"signal", opt(k.signal)},
                      {"killed_by_teardown", k.killed_by_teardown}});
+    if (k.node) ranks.back()["node"] = *k.node;
   }
   json launcher = nullptr;
   if (r.launcher_process) {
@@ -144,11 +145,15 @@ json toJson(const SupervisorRecord& r) {
   }
   json timeline = json::array();
   for (const auto& t : r.timeline) {
-    timeline.push_back({{"t_ms", t.t_ms}, {"rank", t.rank ? json(*t.rank) : json(nullptr)}, {"what", t.what}});
+    timeline.push_back({{"t_ms", t.t_ms},
+                        {"rank", t.rank ? json(*t.rank) : json(nullptr)},
+                        {"what", t.what},
+                        {"kind", timelineKindName(t.kind)}});
   }
   out["timeline"] = timeline;
   out["notes"] = r.notes;
   out["interrupted"] = r.interrupted;
+  if (!r.library_paths.empty()) out["library_paths"] = r.library_paths;
   return out;
 }
 
@@ -176,6 +181,7 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
       k.exit_code = getOpt<int>(ranks[i], "exit_code", p);
       k.signal = getOpt<std::string>(ranks[i], "signal", p);
       k.killed_by_teardown = get<bool>(ranks[i], "killed_by_teardown", p);
+      k.node = getOpt<std::string>(ranks[i], "node", p);
       r.ranks.push_back(std::move(k));
     }
     const json& l = at(j, "launcher_process", "$");
@@ -246,8 +252,9 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
     }
     if (j.contains("timeline")) {
       for (const auto& t : array(j, "timeline", "$")) {
+        const auto kind = timelineKindFromName(getOpt<std::string>(t, "kind", "$.timeline").value_or("note"));
         r.timeline.push_back({get<double>(t, "t_ms", "$.timeline"), getOpt<int>(t, "rank", "$.timeline"),
-                              get<std::string>(t, "what", "$.timeline")});
+                              get<std::string>(t, "what", "$.timeline"), kind.value_or(TimelineKind::kNote)});
       }
     }
     if (j.contains("notes")) {
@@ -257,6 +264,12 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
       }
     }
     if (j.contains("interrupted")) r.interrupted = get<bool>(j, "interrupted", "$");
+    if (j.contains("library_paths")) {
+      for (const auto& p : array(j, "library_paths", "$")) {
+        if (!p.is_string()) throw FieldError{"$.library_paths", "not a string"};
+        r.library_paths.push_back(p.get<std::string>());
+      }
+    }
   } catch (const FieldError& e) {
     return fail(ErrorCode::kBadInput, e.what, e.path);
   }

@@ -26,6 +26,7 @@ struct SupervisedRank {
   std::optional<int> exit_code;        // null when killed by a signal or unknown
   std::optional<std::string> signal;   // "SIGSEGV"; null when it exited
   bool killed_by_teardown = false;     // still alive when teardown signalled it, then died
+  std::optional<std::string> node;     // multi-node stacks: its node (FAULTLINE_NODE); absent on one node
 };
 
 // The external launcher process itself (external mode only).
@@ -119,6 +120,9 @@ struct SupervisorRecord {
   std::vector<TimelineEntry> timeline;  // the supervisor's, t_ms since the run started
   std::vector<std::string> notes;       // harness-side problems during the run (not the stack's)
   bool interrupted = false;             // SIGINT/SIGTERM to faultline ended it
+  // Path prefixes the run counts as library code beside the built-in policy
+  // (`[diagnose] library_paths`, `--library-path`; docs/DIAGNOSIS.md section 8).
+  std::vector<std::string> library_paths;
 };
 
 nlohmann::json toJson(const SupervisorRecord& r);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <iterator>
@@ -11,7 +12,7 @@
 namespace faultline::probe {
 namespace {
 
-constexpr std::array<std::pair<FaultKind, std::string_view>, 21> kNames{{
+constexpr std::array<std::pair<FaultKind, std::string_view>, 26> kNames{{
     {FaultKind::kNone, "none"},
     {FaultKind::kUndefinedSymbol, "undefined_symbol"},
     {FaultKind::kCppException, "cpp_exception"},
@@ -33,6 +34,11 @@ constexpr std::array<std::pair<FaultKind, std::string_view>, 21> kNames{{
     {FaultKind::kSigterm, "sigterm"},
     {FaultKind::kSigstop, "sigstop"},
     {FaultKind::kFreeze, "freeze"},
+    {FaultKind::kNodeLoss, "node_loss"},
+    {FaultKind::kPartition, "partition"},
+    {FaultKind::kSlowLink, "slow_link"},
+    {FaultKind::kSlowNode, "slow_node"},
+    {FaultKind::kAgentKill, "agent_kill"},
 }};
 
 using K = FaultKind;
@@ -44,7 +50,13 @@ constexpr K kTrainerKinds[] = {K::kUndefinedSymbol, K::kCppException, K::kExcept
 constexpr K kShimKinds[] = {K::kException, K::kExit, K::kSigkill, K::kSegfault, K::kAbort, K::kSigterm,
                             K::kSigstop, K::kHungCollective, K::kCollectiveMismatch, K::kStraggler,
                             K::kSeedMismatch, K::kUnshardedData};
-constexpr K kSupervisorKinds[] = {K::kSigkill, K::kSegfault, K::kAbort, K::kSigterm, K::kSigstop, K::kFreeze};
+// The probe strikes from inside its own calls (step and collective events),
+// so only what needs no framework: signals, exit, sleeping, never returning.
+constexpr K kProbeKinds[] = {K::kExit, K::kSigkill, K::kSegfault, K::kAbort, K::kSigterm, K::kSigstop,
+                             K::kHungCollective, K::kStraggler};
+constexpr K kSupervisorKinds[] = {K::kSigkill, K::kSegfault, K::kAbort,    K::kSigterm,  K::kSigstop,  K::kFreeze,
+                                  K::kNodeLoss, K::kPartition, K::kSlowLink, K::kSlowNode, K::kAgentKill};
+constexpr K kNodeKinds[] = {K::kNodeLoss, K::kPartition, K::kSlowLink, K::kSlowNode, K::kAgentKill};
 
 template <size_t N>
 bool contains(const K (&kinds)[N], K k) {
@@ -63,6 +75,8 @@ bool isNumber(const std::string& s) {
 }
 
 }  // namespace
+
+bool isNodeFault(FaultKind k) { return contains(kNodeKinds, k); }
 
 std::string_view faultKindName(FaultKind k) {
   for (const auto& [kind, name] : kNames) {
@@ -156,6 +170,14 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
           return tl::unexpected("bad fault time after='" + std::string(value) + "', expected seconds >= 0");
         }
         spec.after_s = t;
+      } else if (key == "node") {
+        if (value.empty()) return tl::unexpected(std::string("bad fault node '', expected a node name such as n2"));
+        spec.node = std::string(value);
+      } else if (key == "point") {
+        if (value != "rendezvous") {
+          return tl::unexpected("bad fault point '" + std::string(value) + "', expected rendezvous");
+        }
+        spec.rendezvous = true;
       } else if (key == "by") {
         if (value != "trainer" && value != "supervisor") {
           return tl::unexpected("bad fault by='" + std::string(value) + "', expected trainer or supervisor");
@@ -163,21 +185,23 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
         spec.by = std::string(value);
       } else {
         return tl::unexpected("unknown fault option '" + std::string(key) +
-                              "', expected rank, step, collective, op, nth, after, arg or by");
+                              "', expected rank, node, step, collective, op, nth, after, point, arg or by");
       }
     }
     if (colon == std::string_view::npos) break;
     pos = colon + 1;
   }
-  const int points = step_given + spec.collective.has_value() + !spec.op.empty() + spec.after_s.has_value();
+  const int points = step_given + spec.collective.has_value() + !spec.op.empty() + spec.after_s.has_value() + spec.rendezvous;
   if (points > 1) return tl::unexpected(std::string("a fault strikes at one point, expected one of step, collective, op or after"));
   if (spec.nth != 1 && spec.op.empty()) return tl::unexpected(std::string("nth counts the calls of an op, expected op=OP with it"));
   return spec;
 }
 
 std::string FaultSpec::text() const {
-  std::string s = std::string(faultKindName(kind)) + ":rank=" + rankList(ranks);
-  if (collective) {
+  std::string s = std::string(faultKindName(kind)) + (node.empty() ? ":rank=" + rankList(ranks) : ":node=" + node);
+  if (rendezvous) {
+    s += ":point=rendezvous";
+  } else if (collective) {
     s += ":collective=" + std::to_string(*collective);
   } else if (!op.empty()) {
     s += ":op=" + op + (nth != 1 ? ":nth=" + std::to_string(nth) : "");
@@ -193,6 +217,7 @@ std::string FaultSpec::text() const {
 }
 
 std::string FaultSpec::point() const {
+  if (rendezvous) return "rendezvous";
   if (collective) return "collective #" + std::to_string(*collective);
   if (!op.empty()) return op + " call " + std::to_string(nth);
   if (after_s) {
@@ -207,6 +232,7 @@ std::string_view faultLayerName(FaultLayer l) {
   switch (l) {
     case FaultLayer::kReferenceTrainer: return "the reference trainer";
     case FaultLayer::kShim: return "the Python shim";
+    case FaultLayer::kProbe: return "the probe";
     case FaultLayer::kSupervisor: return "the supervisor";
   }
   return "?";
@@ -216,6 +242,7 @@ bool layerStrikes(FaultLayer l, FaultKind k) {
   switch (l) {
     case FaultLayer::kReferenceTrainer: return contains(kTrainerKinds, k);
     case FaultLayer::kShim: return contains(kShimKinds, k);
+    case FaultLayer::kProbe: return contains(kProbeKinds, k);
     case FaultLayer::kSupervisor: return contains(kSupervisorKinds, k);
   }
   return false;
@@ -223,7 +250,7 @@ bool layerStrikes(FaultLayer l, FaultKind k) {
 
 std::string layersOf(FaultKind k) {
   std::string out;
-  for (FaultLayer l : {FaultLayer::kReferenceTrainer, FaultLayer::kShim, FaultLayer::kSupervisor}) {
+  for (FaultLayer l : {FaultLayer::kReferenceTrainer, FaultLayer::kShim, FaultLayer::kProbe, FaultLayer::kSupervisor}) {
     if (layerStrikes(l, k)) out += (out.empty() ? "" : ", ") + std::string(faultLayerName(l));
   }
   return out.empty() ? "none" : out;
@@ -238,6 +265,22 @@ tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer lay
   if (layer == FaultLayer::kReferenceTrainer && !spec.atStep()) {
     return tl::unexpected("the reference trainer strikes at a step, not at " + spec.point() + ", expected step = N");
   }
+  if (layer == FaultLayer::kProbe && spec.kind == FaultKind::kHungCollective && !spec.arg.empty() &&
+      spec.arg != "sleep") {
+    return tl::unexpected("the probe hangs a collective by never returning from it (arg = \"sleep\"), not \"" +
+                          spec.arg + "\": skipping a collective needs the trainer's own code");
+  }
+  if (isNodeFault(spec.kind) && spec.node.empty()) {
+    return tl::unexpected(kind + " strikes a node, expected node = \"nK\" (docs/MULTINODE.md)");
+  }
+  if (!isNodeFault(spec.kind) && !spec.node.empty()) {
+    return tl::unexpected(kind + " strikes a rank, not a node; the node faults are node_loss, partition, slow_link, "
+                                 "slow_node and agent_kill, expected rank = R or one of them");
+  }
+  if (spec.rendezvous && spec.kind != FaultKind::kAgentKill) {
+    return tl::unexpected("point \"rendezvous\" is agent_kill's (before the node's ranks exist), expected step, "
+                          "collective or after_s for " + kind);
+  }
   if (layer == FaultLayer::kSupervisor && !spec.op.empty()) {
     return tl::unexpected("the supervisor sees a rank's collectives by number, not by op: expected collective = K, "
                           "step = N or after_s = T, not op = \"" + spec.op + "\"");
@@ -245,20 +288,38 @@ tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer lay
   return {};
 }
 
-tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, bool reference_trainer) {
-  const FaultLayer own = reference_trainer ? FaultLayer::kReferenceTrainer : FaultLayer::kShim;
+FaultLayer inRankLayer(bool reference_trainer, const std::vector<std::string>& command) {
+  if (reference_trainer) return FaultLayer::kReferenceTrainer;
+  auto base = [](const std::string& p) { return p.substr(p.rfind('/') == std::string::npos ? 0 : p.rfind('/') + 1); };
+  auto endsWith = [](const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (!command.empty()) {
+    const std::string prog = base(command.front());
+    if (prog.rfind("python", 0) == 0 || prog == "torchrun" || endsWith(prog, ".py")) return FaultLayer::kShim;
+  }
+  for (const std::string& arg : command) {
+    if (endsWith(arg, ".py")) return FaultLayer::kShim;  // `srun python train.py`, `env X=1 train.py`
+  }
+  return FaultLayer::kProbe;
+}
+
+tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, FaultLayer own) {
   const auto in_trainer = checkLayer(spec, own);
   const auto outside = checkLayer(spec, FaultLayer::kSupervisor);
+  std::string hint;
+  if (own == FaultLayer::kShim) hint = "; a Python trainer is struck by the Python shim or by the supervisor (by=supervisor)";
+  if (own == FaultLayer::kProbe) {
+    hint = "; a native trainer is struck by the probe (when it links faultline::probe) or by the supervisor "
+           "(by=supervisor)";
+  }
   if (spec.by.empty() && !in_trainer && !outside) {
-    return tl::unexpected(in_trainer.error() + "; and " + outside.error());
+    return tl::unexpected(in_trainer.error() + "; and " + outside.error() + hint);
   }
   std::string by = spec.by;
   if (by.empty()) by = in_trainer ? "trainer" : "supervisor";
   const auto& ok = by == "trainer" ? in_trainer : outside;
-  if (!ok) {
-    return tl::unexpected(ok.error() + (reference_trainer ? "" : "; a command trainer is struck by the Python shim (a "
-                                                                 "Python trainer) or by the supervisor (by=supervisor)"));
-  }
+  if (!ok) return tl::unexpected(ok.error() + hint);
   return by == "trainer" ? own : FaultLayer::kSupervisor;
 }
 
@@ -299,6 +360,34 @@ tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int wor
       return oneOf({"size", "op"});
     case FaultKind::kRendezvousFailure:
       return oneOf({"exit", "wrong_port"});
+    case FaultKind::kPartition: {
+      double t = 0;
+      if (!spec.arg.empty() && (!parseNumber(std::string_view(spec.arg), t) || !(t > 0) || t > 3600)) {
+        return tl::unexpected("bad --fault-arg '" + spec.arg + "' for partition, expected seconds until the link comes "
+                              "back up (0 < S <= 3600), or none: it stays down");
+      }
+      return {};
+    }
+    case FaultKind::kSlowNode: {
+      int duty = 0;
+      if (!spec.arg.empty() && (!parseNumber(std::string_view(spec.arg), duty) || duty < 1 || duty > 99)) {
+        return tl::unexpected("bad --fault-arg '" + spec.arg + "' for slow_node, expected the percentage of time "
+                              "stopped, 1..99 (default 80)");
+      }
+      return {};
+    }
+    case FaultKind::kSlowLink: {
+      size_t digits = 0;
+      while (digits < spec.arg.size() && std::isdigit(static_cast<unsigned char>(spec.arg[digits]))) ++digits;
+      const std::string unit = spec.arg.substr(digits);
+      const bool ok = spec.arg.empty() || (digits > 0 && (unit == "bit" || unit == "kbit" || unit == "mbit" ||
+                                                          unit == "gbit" || unit == "bps" || unit == "kbps" || unit == "mbps"));
+      if (!ok) {
+        return tl::unexpected("bad --fault-arg '" + spec.arg + "' for slow_link, expected a tc rate such as 200kbit "
+                              "(bit, kbit, mbit, gbit, bps, kbps, mbps)");
+      }
+      return {};
+    }
     case FaultKind::kExit:
     case FaultKind::kStraggler:
     case FaultKind::kOom:

@@ -20,12 +20,19 @@ enum class FaultKind {
   // Struck in any trainer: by the Python shim (exception) or from outside by
   // the supervisor (freeze); sigterm and sigstop by either.
   kException, kSigterm, kSigstop, kFreeze,
+  // Node and network faults (docs/MULTINODE.md), struck by the supervisor on
+  // every process of a node (`node` set) of a multi-node stack.
+  kNodeLoss, kPartition, kSlowLink, kSlowNode, kAgentKill,
 };
 
+// Whether a kind strikes a node rather than a rank.
+bool isNodeFault(FaultKind k);
+
 // Who strikes a fault (docs/SCENARIOS.md, "Faults by layer"): the reference
-// trainer itself, the Python shim inside an unmodified trainer, or the
+// trainer itself, the Python shim inside an unmodified Python trainer, the
+// probe inside a native trainer that links it (faultline::probe), or the
 // supervisor from outside the rank (a signal, a freeze).
-enum class FaultLayer { kReferenceTrainer, kShim, kSupervisor };
+enum class FaultLayer { kReferenceTrainer, kShim, kProbe, kSupervisor };
 std::string_view faultLayerName(FaultLayer l);
 bool layerStrikes(FaultLayer l, FaultKind k);
 // "reference trainer: ..., shim: ..." for error messages.
@@ -48,11 +55,17 @@ struct FaultSpec {
   // "trainer" (the reference trainer or the shim), "supervisor", or "": the
   // layer's default (scenario.cc, exec).
   std::string by;
+  // A node fault: the node it strikes ("n2"); `ranks` are then that node's
+  // ranks, and the first of them to reach the point strikes the node once.
+  std::string node;
+  // agent_kill's point "rendezvous": as soon as the node's launcher agent runs,
+  // before any rank of the node exists.
+  bool rendezvous = false;
 
-  bool atStep() const { return !collective && op.empty() && !after_s; }
+  bool atStep() const { return !collective && op.empty() && !after_s && !rendezvous; }
   // The FAULTLINE_FAULT form: "KIND:rank=R:step=S[:arg=X]" or with the point it has.
   std::string text() const;
-  // "step 3", "collective #5", "allreduce call 2", "2.5 s after start".
+  // "step 3", "collective #5", "allreduce call 2", "2.5 s after start", "rendezvous".
   std::string point() const;
 
   bool targets(int r) const;
@@ -74,9 +87,13 @@ tl::expected<void, std::string> validateFaultSpec(const FaultSpec& spec, int wor
 // and the point (the reference trainer: steps; the supervisor: steps,
 // collectives and times, from the rank's events; the shim: all).
 tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer layer);
-// The layer that strikes `spec` in a trainer: spec.by, or by default the
-// trainer's own (the reference trainer, else the Python shim) when it can,
-// else the supervisor when it can. An error says why none can.
-tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, bool reference_trainer);
+// The layer inside the ranks of a trainer: the reference trainer's own, the
+// Python shim when the command runs Python (a python* program, torchrun, a
+// .py script), else the probe (a native program; it strikes when it links
+// faultline::probe).
+FaultLayer inRankLayer(bool reference_trainer, const std::vector<std::string>& command);
+// The layer that strikes `spec`: spec.by, or by default the in-rank layer
+// `own` when it can, else the supervisor when it can. An error says why none can.
+tl::expected<FaultLayer, std::string> chooseLayer(const FaultSpec& spec, FaultLayer own);
 
 }  // namespace faultline::probe

@@ -23,6 +23,7 @@
 #include <string>
 #include <typeinfo>
 
+#include "harness/probe/fault_spec.h"
 #include "harness/probe/json_escape.h"
 
 namespace {
@@ -327,6 +328,131 @@ void onTerminate() {
   std::abort();
 }
 
+
+// Scripted faults in a native trainer (FAULTLINE_FAULT, docs/SCENARIOS.md
+// "Faults in any trainer"): the probe strikes them from its own step and
+// collective calls, so a trainer that links it needs no code for them.
+struct ArmedFault {
+  faultline::probe::FaultSpec spec;
+  bool struck = false;
+  long op_calls = 0;  // calls of spec.op so far
+};
+
+struct ArmedFaults {
+  std::mutex mu;
+  std::vector<ArmedFault> faults;
+  int64_t start_ns = 0;
+  int64_t straggle_ms = 0;    // a struck straggler: sleep in every step from then on
+  bool hang_pending = false;  // a struck hung_collective at a step or time: at the next collective
+};
+
+ArmedFaults& armed() {
+  static ArmedFaults* a = [] {
+    auto* out = new ArmedFaults;  // never destroyed: used until the process ends
+    out->start_ns = fl_probe_now_ns();
+    const char* text = std::getenv("FAULTLINE_FAULT");
+    if (!text || !*text) return out;
+    std::string all(text);
+    for (size_t pos = 0; pos <= all.size();) {
+      size_t end = all.find(';', pos);
+      if (end == std::string::npos) end = all.size();
+      const std::string one = all.substr(pos, end - pos);
+      pos = end + 1;
+      if (one.empty()) continue;
+      auto spec = faultline::probe::parseFaultSpec(one);
+      if (!spec) {
+        std::fprintf(stderr, "faultline probe: FAULTLINE_FAULT '%s': %s\n", one.c_str(), spec.error().c_str());
+        continue;
+      }
+      if (faultline::probe::layerStrikes(faultline::probe::FaultLayer::kProbe, spec->kind)) {
+        out->faults.push_back({std::move(*spec)});
+      }
+    }
+    return out;
+  }();
+  return *a;
+}
+
+void announceFault(const ArmedFault& f, int64_t step) {
+  if (!fl_probe_init()) return;
+  char buf[kLine];
+  LineBuf b(buf, sizeof buf);
+  head(b, "fault");
+  b.key("kind");
+  b.str(std::string(faultline::probe::faultKindName(f.spec.kind)).c_str());
+  b.key("step");
+  b.num(step);
+  b.key("point");
+  b.str(f.spec.point().c_str());
+  b.key("source");
+  b.str("probe");
+  b.key("rule");
+  b.str(f.spec.text().c_str());
+  emit(b);
+}
+
+[[noreturn]] void hangForever() {
+  for (;;) ::pause();
+}
+
+// Strikes `f` now; returns only for the kinds that go on (straggler, a pending hang, sigstop once continued).
+void strike(ArmedFaults& a, ArmedFault& f, int64_t step, bool in_collective) {
+  using faultline::probe::FaultKind;
+  f.struck = true;
+  announceFault(f, step);
+  const auto arg = [&](long dflt) { return f.spec.arg.empty() ? dflt : std::strtol(f.spec.arg.c_str(), nullptr, 10); };
+  switch (f.spec.kind) {
+    case FaultKind::kExit: ::_exit(static_cast<int>(arg(1)));
+    case FaultKind::kSigkill: ::raise(SIGKILL); break;
+    case FaultKind::kSegfault: ::raise(SIGSEGV); break;
+    case FaultKind::kAbort: std::abort();
+    case FaultKind::kSigterm: ::raise(SIGTERM); break;
+    case FaultKind::kSigstop: ::raise(SIGSTOP); break;
+    case FaultKind::kStraggler: a.straggle_ms = arg(200); break;
+    case FaultKind::kHungCollective:
+      if (in_collective) hangForever();  // never enters it: its peers wait there
+      a.hang_pending = true;
+      break;
+    default: break;
+  }
+}
+
+// The probe's hook at a step's begin (step >= 1) or a collective's (op, seq).
+void strikeDue(int64_t step, const char* op, int64_t seq) {
+  ArmedFaults& a = armed();
+  if (a.faults.empty()) return;
+  std::unique_lock<std::mutex> lock(a.mu);
+  const int rank = g_rank.load();
+  const bool collective = op != nullptr;
+  static int64_t current_step = 0;
+  if (!collective) current_step = step;
+  const double since_s = static_cast<double>(fl_probe_now_ns() - a.start_ns) / 1e9;
+  for (ArmedFault& f : a.faults) {
+    if (f.struck || !f.spec.targets(rank)) continue;
+    const auto& s = f.spec;
+    bool due = false;
+    if (s.after_s) {
+      due = since_s >= *s.after_s;
+    } else if (s.collective) {
+      due = collective && seq == *s.collective;
+    } else if (!s.op.empty()) {
+      due = collective && s.op == op && ++f.op_calls == s.nth;
+    } else {
+      due = !collective && step == s.step;
+    }
+    if (due) strike(a, f, current_step, collective);
+  }
+  const int64_t sleep_ms = !collective ? a.straggle_ms : 0;
+  const bool hang = collective && a.hang_pending;
+  lock.unlock();
+  if (hang) hangForever();
+  if (sleep_ms > 0) {
+    struct timespec ts{static_cast<time_t>(sleep_ms / 1000), static_cast<long>(sleep_ms % 1000) * 1000000L};
+    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" {
@@ -369,6 +495,15 @@ void fl_probe_start(int world_size, const char* backend, const char* device) {
   emit(b);
 }
 
+void fl_probe_pg_init_begin(const char* backend) {
+  FL_EVENT("pg_init_begin");
+  if (backend) {
+    b.key("backend");
+    b.str(backend);
+  }
+  emit(b);
+}
+
 void fl_probe_pg_init(const char* backend) {
   FL_EVENT("pg_init");
   b.key("backend");
@@ -392,10 +527,14 @@ static void stepEvent(const char* ev, int64_t step, int64_t epoch) {
   emit(b);
 }
 
-void fl_probe_step_begin(int64_t step, int64_t epoch) { stepEvent("step_begin", step, epoch); }
+void fl_probe_step_begin(int64_t step, int64_t epoch) {
+  stepEvent("step_begin", step, epoch);
+  strikeDue(step, nullptr, -1);
+}
 void fl_probe_step_end(int64_t step, int64_t epoch) { stepEvent("step_end", step, epoch); }
 
-static void collectiveEvent(const char* ev, const char* op, int64_t seq, int64_t numel, const char* dtype) {
+static void collectiveEvent(const char* ev, const char* op, int64_t seq, int64_t numel, const char* dtype,
+                            const char* site) {
   FL_EVENT(ev);
   b.key("op");
   b.str(op);
@@ -405,14 +544,23 @@ static void collectiveEvent(const char* ev, const char* op, int64_t seq, int64_t
   b.num(numel);
   b.key("dtype");
   b.str(dtype);
+  if (site && *site) {
+    b.key("site");
+    b.str(site);
+  }
   emit(b);
 }
 
 void fl_probe_collective_begin(const char* op, int64_t seq, int64_t numel, const char* dtype) {
-  collectiveEvent("collective_begin", op, seq, numel, dtype);
+  strikeDue(-1, op ? op : "", seq);  // before the event: a hung rank never entered the collective
+  collectiveEvent("collective_begin", op, seq, numel, dtype, nullptr);
+}
+void fl_probe_collective_begin_at(const char* op, int64_t seq, int64_t numel, const char* dtype, const char* site) {
+  strikeDue(-1, op ? op : "", seq);
+  collectiveEvent("collective_begin", op, seq, numel, dtype, site);
 }
 void fl_probe_collective_end(const char* op, int64_t seq, int64_t numel, const char* dtype) {
-  collectiveEvent("collective_end", op, seq, numel, dtype);
+  collectiveEvent("collective_end", op, seq, numel, dtype, nullptr);
 }
 
 void fl_probe_fingerprint(const char* what, int64_t step, uint64_t hash) {

@@ -19,13 +19,19 @@ const json& reportShape() {
     "scenario": {"name": null, "file": null},
     "stack": {"launcher": null, "command": [null], "world_size": null, "torch": null},
     "launcher": {"exit_code": null, "signal": null, "blamed_rank": null, "blamed_correctly": null},
-    "root_cause": {"kind": null, "rank": null, "summary": null, "exception_type": null, "message": null,
-                   "location": {"file": null, "line": null}, "symbol": null, "signal": null,
+    "root_cause": {"kind": null, "rank": null, "node": null, "blame": null, "ranks": [null],
+                   "sides": [{"ranks": [null], "op": null, "numel": null, "site": null, "callers": [null],
+                              "rank_condition": null}],
+                   "summary": null, "exception_type": null, "message": null,
+                   "location": {"file": null, "line": null},
+                   "native_location": {"file": null, "line": null, "function": null}, "symbol": null, "signal": null,
                    "exit_code": null, "collective": {"op": null, "seq": null},
                    "waiting_ranks": [null], "missing_ranks": [null],
                    "layers": [{"layer": null, "text": null}]},
-    "ranks": [{"rank": null, "pid": null, "exit_code": null, "signal": null, "role": null,
+    "ranks": [{"rank": null, "node": null, "host": null, "pid": null, "exit_code": null, "signal": null, "role": null,
                "diagnosis": null, "stderr_tail": null}],
+    "nodes": [{"name": null, "host": null, "ranks": [null], "lost": null, "link_down_ns": null,
+               "survivors": [{"pid": null, "cmdline": null}], "agent_exit_code": null}],
     "findings": [{"kind": null, "ranks": [null], "severity": null, "summary": null, "evidence": null}],
     "teardown": {"clean": null, "duration_ms": null, "escalation": null, "by": null,
                  "survivors": [{"pid": null, "cmdline": null}], "leaks": [null]},
@@ -43,7 +49,7 @@ const std::vector<std::string>& findingKinds() {
   static const std::vector<std::string> kinds = [] {
     std::vector<std::string> out;
     for (Kind k : {Kind::kSeedMismatch, Kind::kUnshardedData, Kind::kUnsyncedMetrics, Kind::kConcurrentWrites,
-                   Kind::kStraggler, Kind::kNoPgDestroy}) {
+                   Kind::kStraggler, Kind::kNoPgDestroy, Kind::kDivergedParams}) {
       out.push_back(kindName(k));
     }
     return out;

@@ -112,6 +112,13 @@ class Checker {
     error(n->source(), where + "." + key + ": expected an integer, got " + typeName(*n));
     return std::nullopt;
   }
+  std::optional<bool> boolean(const toml::table& t, const char* key, const std::string& where) {
+    const toml::node* n = t.get(key);
+    if (!n) return std::nullopt;
+    if (auto b = n->as_boolean()) return b->get();
+    error(n->source(), where + "." + key + ": expected a boolean, got " + typeName(*n));
+    return std::nullopt;
+  }
   std::optional<double> number(const toml::table& t, const char* key, const std::string& where) {
     const toml::node* n = t.get(key);
     if (!n) return std::nullopt;
@@ -185,7 +192,8 @@ json toJson(const toml::node& n) {
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "gpus", "stacks", "torch"}, "[stack]");
+  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks", "torch", "instrument"},
+             "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
     s.launcher = *v;
@@ -215,10 +223,22 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
     if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");
     s.world_size = static_cast<int>(*v);
   }
+  if (auto v = c.integer(t, "nodes", "stack")) {
+    if (*v < 1 || *v > 1024) {
+      c.error(t.get("nodes")->source(), "stack.nodes: " + std::to_string(*v) + " is out of range, expected 1..512");
+    } else if (s.world_size % *v != 0) {
+      c.error(t.get("nodes")->source(), "stack.nodes: world_size " + std::to_string(s.world_size) +
+                                            " is not a multiple of " + std::to_string(*v) +
+                                            " nodes, expected world_size = nodes x ranks per node");
+    } else {
+      s.nodes = static_cast<int>(*v);
+    }
+  }
   if (auto v = c.integer(t, "gpus", "stack")) {
     if (*v < 0 || *v > 4096) c.error(t.get("gpus")->source(), "stack.gpus: " + std::to_string(*v) + " is out of range, expected 0..4096");
     s.gpus = static_cast<int>(*v);
   }
+  if (auto v = c.boolean(t, "instrument", "stack")) s.instrument = *v;
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");
   }
@@ -307,7 +327,7 @@ std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
     return NeverRuns{entry + " runs stack.command itself, and the reference trainer needs a launcher"};
   }
   if (launcher == "launch" && !python) return NeverRuns{entry + " runs Python trainers only"};
-  const bool needs_torch = reference || python || launcher == "torchrun" || launcher == "launch" ||
+  const bool needs_torch = reference || python || launcher == "torchrun" || launcher == "torchrun-multinode" || launcher == "launch" ||
                            launcher == "spawn" || !series.empty();
   if (needs_torch && !anyTorchSatisfies(s.torch_bounds, series)) {
     return NeverRuns{series.empty() ? "torch " + s.torch + " admits no version"
@@ -360,6 +380,11 @@ void parseInject(Checker& c, const toml::table& t, const Stack& stack, Fault& f)
                    "\"write:ENOSPC:rank=1:after=100\"");
     return;
   }
+  if (!stack.instrument) {
+    c.error(where, "fault.inject: the LD_PRELOAD interposer strikes system-call faults, and stack.instrument = false "
+                   "runs without it, expected no inject or stack.instrument = true");
+    return;
+  }
   for (int i = 0; i < n; ++i) {
     if (rules[i].rank >= stack.world_size) {
       c.error(where, "fault.inject: rank " + std::to_string(rules[i].rank) + " in '" + rules[i].text +
@@ -392,18 +417,19 @@ void parseFaultPoint(Checker& c, const toml::table& t, Fault& f) {
   }
   int points = 0;
   const toml::node* second = nullptr;
-  for (const char* key : {"step", "collective", "op", "after_s"}) {
+  for (const char* key : {"step", "collective", "op", "after_s", "point"}) {
     if (const toml::node* n = t.get(key)) {
       if (++points == 2) second = n;
     }
   }
   if (second && !c.failed()) {
-    c.error(second->source(), "[fault]: a fault strikes at one point, expected one of step, collective, op or after_s");
+    c.error(second->source(), "[fault]: a fault strikes at one point, expected one of step, collective, op, after_s or point");
   }
 }
 
 // Who strikes the fault: `by`, or by default the trainer's own layer (the
-// reference trainer, or the Python shim in a Python `command` trainer), else
+// reference trainer, the Python shim in a Python `command` trainer, the probe
+// in a native one), else
 // the supervisor when it can. A fault no layer can strike here is bad input.
 void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
   using probe::FaultLayer;
@@ -415,13 +441,21 @@ void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Faul
     }
     f.by = *v;
   }
-  const auto layer = probe::chooseLayer(f.toSpec(), reference);
+  std::vector<std::string> command = stack.command;
+  command.insert(command.end(), stack.args.begin(), stack.args.end());
+  const auto layer = probe::chooseLayer(f.toSpec(), probe::inRankLayer(reference, command));
   if (!layer) {
     const toml::node* at = t.get("by") ? t.get("by") : t.get("kind");
     c.error(at->source(), "[fault]: " + layer.error());
     return;
   }
   f.by = *layer == FaultLayer::kSupervisor ? "supervisor" : "trainer";
+  if (!stack.instrument && !reference && f.by == "trainer") {
+    c.error(t.get("kind")->source(), "[fault]: the Python shim strikes '" + f.kind +
+                                         "' here, and stack.instrument = false runs without it, expected by = "
+                                         "\"supervisor\" (a signal or a freeze) or a trainer that strikes its own faults");
+    return;
+  }
   // A step past the run's last never comes: the reference trainer's --steps is known.
   if (reference && f.toSpec().atStep() && f.by == "trainer") {
     long steps = 20;
@@ -436,8 +470,53 @@ void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Faul
   }
 }
 
+// The stacks that deliver node faults (docs/MULTINODE.md), and which kinds each.
+bool nodeFaultRunsOn(const std::string& launcher, const std::string& kind) {
+  if (launcher == "torchrun-multinode") return true;
+  if (launcher == "slurm") return kind == "node_loss" || kind == "slow_node";
+  return false;
+}
+
+// fault.node (a node of stack.nodes; the ranks become the node's) and
+// point = "rendezvous". The kind's own checks are validateFaultSpec's and checkLayer's.
+void parseNodeFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
+  if (auto p = c.str(t, "point", "fault")) {
+    if (*p != "rendezvous") c.error(t.get("point")->source(), "fault.point: unknown point '" + *p + "', expected rendezvous (or step, collective, after_s)");
+    f.rendezvous = true;
+  }
+  auto node = c.str(t, "node", "fault");
+  if (!node || c.failed()) return;
+  const toml::source_region at = t.get("node")->source();
+  if (t.get("rank")) {
+    c.error(t.get("rank")->source(), "fault.rank: a node fault strikes every rank of fault.node, expected rank or node, not both");
+    return;
+  }
+  const std::string kind = c.str(t, "kind", "fault").value_or("");
+  const std::vector<std::string> entries = stack.stacks.empty() ? std::vector<std::string>{stack.launcher} : stack.stacks;
+  for (const auto& e : entries) {
+    const std::string launcher = e.substr(0, e.find('@'));
+    if (!nodeFaultRunsOn(launcher, kind)) {
+      c.error(at, "fault.node: stack " + e + " cannot deliver the node fault '" + kind +
+                      "', expected stacks torchrun-multinode (every node fault) or slurm (node_loss, slow_node)");
+      return;
+    }
+  }
+  int k = 0;
+  const bool named = node->size() > 1 && (*node)[0] == 'n' && std::all_of(node->begin() + 1, node->end(), ::isdigit);
+  if (named) k = std::atoi(node->c_str() + 1);
+  if (!named || k < 1 || k > stack.nodes || std::to_string(k) != node->substr(1)) {
+    c.error(at, "fault.node: no node '" + *node + "' in a run of " + std::to_string(stack.nodes) + " node(s), expected n1..n" +
+                    std::to_string(stack.nodes));
+    return;
+  }
+  f.node = *node;
+  const int per_node = stack.world_size / stack.nodes;
+  for (int r = (k - 1) * per_node; r < k * per_node; ++r) f.ranks.push_back(r);
+}
+
 void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
-  c.onlyKeys(t, {"kind", "rank", "step", "collective", "op", "nth", "after_s", "arg", "by", "inject"}, "[fault]");
+  c.onlyKeys(t, {"kind", "rank", "node", "step", "collective", "op", "nth", "after_s", "point", "arg", "by", "inject"}, "[fault]");
+  parseNodeFault(c, t, stack, f);
   parseInject(c, t, stack, f);
   auto kind = c.str(t, "kind", "fault");
   if (!kind && !c.failed() && f.inject.empty()) {
@@ -513,8 +592,18 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
   if (!c.failed() && kind) chooseFaultLayer(c, t, stack, f);
 }
 
+void parseDiagnose(Checker& c, const toml::table& t, Scenario& s) {
+  c.onlyKeys(t, {"library_paths"}, "[diagnose]");
+  if (auto v = c.strings(t, "library_paths", "diagnose")) {
+    for (const std::string& p : *v) {
+      if (p.empty()) c.error(t.get("library_paths")->source(), "diagnose.library_paths: an empty path, expected a path prefix");
+    }
+    s.library_paths = *v;
+  }
+}
+
 void parseLimits(Checker& c, const toml::table& t, Limits& l) {
-  c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s"}, "[limits]");
+  c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s", "hang_factor", "hang_floor_s"}, "[limits]");
   auto positive = [&](const char* key, double& out) {
     if (auto v = c.number(t, key, "limits")) {
       // TOML has inf and nan; neither is a number of seconds a timer can use.
@@ -528,6 +617,14 @@ void parseLimits(Checker& c, const toml::table& t, Limits& l) {
   positive("hang_timeout_s", l.hang_timeout_s);
   positive("deadline_s", l.deadline_s);
   positive("grace_s", l.grace_s);
+  positive("hang_floor_s", l.hang_floor_s);
+  if (auto v = c.number(t, "hang_factor", "limits")) {
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      c.error(t.get("hang_factor")->source(), "limits.hang_factor: " + json(*v).dump() +
+                                                  " is impossible, expected a number >= 0 (0: adaptive detection off)");
+    }
+    l.hang_factor = *v;
+  }
 }
 
 // The first date/time value in n (nested in arrays and tables too): report.json
@@ -552,6 +649,20 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     Expect e;
     e.path = std::string(key.str());
     e.pos = c.pos(key.source());
+    // A "~REGEX" that std::regex takes and that has no number too big for it.
+    auto regexOk = [&](const std::string& re, const toml::node& at) {
+      if (auto why = regexNumberError(re)) {
+        c.error(at.source(), "[expect] " + e.path + ": bad regular expression '" + re + "': " + *why);
+        return false;
+      }
+      try {
+        std::regex check(re);
+      } catch (const std::regex_error& err) {
+        c.error(at.source(), "[expect] " + e.path + ": bad regular expression '" + re + "': " + err.what());
+        return false;
+      }
+      return true;
+    };
     if (auto problem = reportPathProblem(e.path)) {
       c.error(key.source(), "[expect]: " + *problem);
       return;
@@ -577,6 +688,10 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
         e.op = op == "max" ? MatchOp::kMax : MatchOp::kMin;
       } else if (op == "contains") {
         e.op = MatchOp::kContains;
+        // { contains = "~REGEX" }: an element (or the string) that matches.
+        if (auto rs = mv.as_string(); rs && !rs->get().empty() && rs->get()[0] == '~' && !regexOk(rs->get().substr(1), mv)) {
+          return;
+        }
       } else if (op == "null") {
         if (!mv.is_boolean()) {
           c.error(mv.source(), "[expect] " + e.path + ": { null = ... } expects true or false, got " + Checker::typeName(mv));
@@ -600,16 +715,7 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
     } else if (auto s = node.as_string(); s && !s->get().empty() && s->get()[0] == '~') {
       e.op = MatchOp::kRegex;
       e.value = s->get().substr(1);
-      if (auto why = regexNumberError(e.value.get<std::string>())) {
-        c.error(node.source(), "[expect] " + e.path + ": bad regular expression '" + e.value.get<std::string>() + "': " + *why);
-        return;
-      }
-      try {
-        std::regex check(e.value.get<std::string>());
-      } catch (const std::regex_error& err) {
-        c.error(node.source(), "[expect] " + e.path + ": bad regular expression '" + e.value.get<std::string>() + "': " + err.what());
-        return;
-      }
+      if (!regexOk(e.value.get<std::string>(), node)) return;
     } else {
       e.value = toJson(node);
     }
@@ -638,6 +744,8 @@ probe::FaultSpec Fault::toSpec() const {
   f.nth = nth;
   f.after_s = after_s;
   f.by = by;
+  f.node = node;
+  f.rendezvous = rendezvous;
   return f;
 }
 
@@ -673,7 +781,7 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
   Checker c(path);
   Scenario s;
   s.file = path;
-  c.onlyKeys(root, {"name", "description", "tags", "stack", "fault", "limits", "expect"}, "the scenario");
+  c.onlyKeys(root, {"name", "description", "tags", "stack", "fault", "limits", "diagnose", "expect"}, "the scenario");
   if (auto v = c.str(root, "name", "scenario")) s.name = *v;
   if (!c.failed() && s.name.empty()) c.error(root.source(), "missing key 'name', expected name = \"...\"");
   if (auto v = c.str(root, "description", "scenario")) s.description = *v;
@@ -684,6 +792,7 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
     parseFault(c, *t, s.stack, *s.fault);
   }
   if (const toml::table* t = c.table(root, "limits"); t && !c.failed()) parseLimits(c, *t, s.limits);
+  if (const toml::table* t = c.table(root, "diagnose"); t && !c.failed()) parseDiagnose(c, *t, s);
   if (const toml::table* t = c.table(root, "expect"); t && !c.failed()) parseExpect(c, *t, s.expect);
   if (!c.failed() && s.expect.empty()) {
     c.error(root.source(), "no [expect] entries: a scenario must say what the report should show");

@@ -29,10 +29,16 @@ struct Stack {
   std::vector<std::string> args;      // extra trainer arguments
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
+  // Multi-node stacks (slurm): the nodes the world is spread over, world_size
+  // / nodes ranks on each (world_size a multiple of it). 1: one node.
+  int nodes = 1;
   int gpus = 0;                       // GPUs the scenario needs on the machine (one per rank for NCCL); 0: none
   std::vector<std::string> stacks;    // launchers this scenario applies to ("torchrun", "spawn@2.13"); empty: its own only
   std::string torch;                  // the torch versions it applies to (">=2.0", "<2"); "" any
   std::vector<VersionBound> torch_bounds;  // `torch`, parsed
+  // false: run as faultline cannot instrument it, as --no-instrument does (no
+  // Python shim, no LD_PRELOAD interposer).
+  bool instrument = true;
 };
 
 struct Fault {
@@ -54,6 +60,11 @@ struct Fault {
   // the trainer): the reference trainer or the Python shim ("trainer"), or
   // the supervisor from outside the rank ("supervisor"). Empty: no kind.
   std::string by;
+  // A node fault (node_loss, partition, slow_link, slow_node, agent_kill):
+  // the node it strikes ("n2"); `ranks` are then the node's. rendezvous:
+  // point = "rendezvous" (agent_kill only).
+  std::string node;
+  bool rendezvous = false;
   // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X" (rank "0,2" or "all"), or with its other point.
   std::string spec() const;
   probe::FaultSpec toSpec() const;
@@ -62,9 +73,13 @@ struct Fault {
 };
 
 struct Limits {
-  double hang_timeout_s = 10;
+  double hang_timeout_s = 10;  // the fixed hang timeout: the upper bound
   double deadline_s = 120;
   double grace_s = 3;
+  // Adaptive hang detection (harness/supervise/adaptive_hang.h): a wait past
+  // hang_factor x the learned p99 of its collective, never below hang_floor_s.
+  double hang_factor = 10;  // 0: off
+  double hang_floor_s = 0.5;
 };
 
 enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains, kNull, kIn };
@@ -86,6 +101,9 @@ struct Scenario {
   Stack stack;
   std::optional<Fault> fault;
   Limits limits;
+  // [diagnose] library_paths: path prefixes counted as library code beside the
+  // built-in policy (docs/DIAGNOSIS.md section 8), relative ones to the file.
+  std::vector<std::string> library_paths;
   std::vector<Expect> expect;
 
   bool hasTag(const std::string& tag) const;

@@ -25,6 +25,8 @@ FaultDelivery::FaultDelivery(std::vector<probe::FaultSpec> faults) {
 Strike FaultDelivery::strike(const probe::FaultSpec& f, int rank) const {
   Strike s;
   s.rank = rank;
+  s.node = f.node;
+  s.arg = f.arg;
   s.kind = std::string(probe::faultKindName(f.kind));
   s.signal = outsideFaultSignal(f.kind);
   s.whole_group = f.kind == probe::FaultKind::kFreeze;
@@ -48,6 +50,8 @@ void FaultDelivery::onEvent(int rank, std::string_view ev, std::optional<int64_t
     const bool at_collective = collective_begin && f.collective && *seq >= *f.collective;
     if (at_step || at_collective) {
       p.struck.insert(rank);
+      // A node fault strikes the node once, at the first of its ranks to get there.
+      if (!f.node.empty()) p.struck.insert(f.ranks.begin(), f.ranks.end());
       ready_.push_back(strike(f, rank));
     }
   }
@@ -62,6 +66,7 @@ std::vector<Strike> FaultDelivery::due(double elapsed_s, const std::set<int>& ru
     for (int r : running) {
       if (p.struck.count(r) || !f.targets(r)) continue;
       p.struck.insert(r);
+      if (!f.node.empty()) p.struck.insert(f.ranks.begin(), f.ranks.end());
       out.push_back(strike(f, r));
     }
   }
@@ -77,6 +82,25 @@ std::optional<double> FaultDelivery::nextTime() const {
     if (!done && (!next || *p.fault.after_s < *next)) next = *p.fault.after_s;
   }
   return next;
+}
+
+std::vector<std::string> FaultDelivery::awaitingRendezvous() const {
+  std::vector<std::string> out;
+  for (const auto& p : faults_) {
+    if (p.fault.rendezvous && p.struck.empty()) out.push_back(p.fault.node);
+  }
+  return out;
+}
+
+std::optional<Strike> FaultDelivery::atRendezvous(const std::string& node) {
+  for (auto& p : faults_) {
+    if (!p.fault.rendezvous || !p.struck.empty() || p.fault.node != node) continue;
+    p.struck.insert(p.fault.ranks.begin(), p.fault.ranks.end());
+    if (p.struck.empty()) p.struck.insert(-1);
+    Strike s = strike(p.fault, -1);
+    return s;
+  }
+  return std::nullopt;
 }
 
 }  // namespace faultline::supervise

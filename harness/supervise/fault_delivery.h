@@ -23,7 +23,9 @@ namespace faultline::supervise {
 int outsideFaultSignal(probe::FaultKind kind);
 
 struct Strike {
-  int rank = 0;
+  int rank = 0;                 // a node fault: the node's rank that reached the point (-1: none, rendezvous)
+  std::string node;             // a node fault: the node it strikes; "" a rank fault
+  std::string arg;              // the kind's argument (partition seconds, slow_link rate, slow_node duty)
   std::string kind;
   int signal = 0;
   bool whole_group = false;     // freeze: the rank and every process under it
@@ -44,6 +46,10 @@ class FaultDelivery {
   std::vector<Strike> due(double elapsed_s, const std::set<int>& running);
   // The earliest time point still to come, for a timer; none when no fault waits on time.
   std::optional<double> nextTime() const;
+  // The nodes whose agent_kill waits for the rendezvous point (the watch loop
+  // looks for their agents), and the strike once one is found.
+  std::vector<std::string> awaitingRendezvous() const;
+  std::optional<Strike> atRendezvous(const std::string& node);
 
  private:
   struct Pending {

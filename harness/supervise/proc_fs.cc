@@ -118,6 +118,24 @@ std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
   return out;
 }
 
+std::optional<uint64_t> readIoChars(pid_t pid) {
+  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/io", 4096);
+  if (!text) return std::nullopt;
+  uint64_t total = 0;
+  bool any = false;
+  std::istringstream in(*text);
+  std::string key;
+  uint64_t value = 0;
+  while (in >> key >> value) {
+    if (key == "rchar:" || key == "wchar:") {
+      total += value;
+      any = true;
+    }
+  }
+  if (!any) return std::nullopt;
+  return total;
+}
+
 std::optional<std::string> environVar(pid_t pid, const std::string& name) {
   auto text = readSmallFile("/proc/" + std::to_string(pid) + "/environ", 4 << 20);
   if (!text) return std::nullopt;

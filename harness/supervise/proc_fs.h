@@ -35,6 +35,10 @@ std::vector<pid_t> descendantsOf(pid_t root);
 // every live process below it, from one pass over /proc; a root that is gone
 // is left out.
 std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots);
+// rchar + wchar of /proc/PID/io: bytes the process (every thread) passed to
+// read and write calls of any kind, page-cache writes included, which
+// write_bytes shows only at writeback. nullopt when unreadable.
+std::optional<uint64_t> readIoChars(pid_t pid);
 // The value of name in the process's environment as it was at exec.
 std::optional<std::string> environVar(pid_t pid, const std::string& name);
 // Space-joined argv, "" if gone.

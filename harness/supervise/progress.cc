@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -53,7 +54,7 @@ namespace {
 // validates the whole line, so what counts as malformed is unchanged.
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
-  std::optional<std::string> ev, op, patch, error;
+  std::optional<std::string> ev, op, patch, error, group;
   std::optional<int64_t> rank, seq, t, step;
   std::optional<bool> applied;
   bool top_level_object = false;
@@ -77,6 +78,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "op") op = v;
     if (key_ == "patch") patch = v;
     if (key_ == "error") error = v;
+    if (key_ == "group") group = v;
     return true;
   }
   bool binary(binary_t&) override { return value(); }
@@ -122,6 +124,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "step") step.reset();
     if (key_ == "patch") patch.reset();
     if (key_ == "error") error.reset();
+    if (key_ == "group") group.reset();
     if (key_ == "applied") applied.reset();
   }
   int depth_ = 0;
@@ -153,15 +156,28 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
     if (untraced_[rank].empty()) untraced_.erase(rank);
     return out;
   }
+  if (*f.ev == "error") erred_.insert(rank);
+  if (*f.ev == "step_begin" && f.t) step_begin_[rank] = *f.t;
+  if (*f.ev == "step_end" && f.t) {
+    if (auto it = step_begin_.find(rank); it != step_begin_.end()) {
+      durations_.addStep(*f.t - it->second);
+      step_begin_.erase(it);
+    }
+  }
   const bool begin = *f.ev == "collective_begin";
   if (!begin && *f.ev != "collective_end") return out;
   OpenCollective c;
   if (f.op) c.op = *f.op;
   if (f.seq) c.seq = *f.seq;
   if (f.t) c.t_ns = *f.t;
+  if (f.group) c.group = *f.group;
   if (begin) {
     open_[rank] = c;
   } else {
+    // A duration only from the begin of the same call (same op and seq).
+    if (auto it = open_.find(rank); it != open_.end() && it->second.op == c.op && it->second.seq == c.seq && f.t) {
+      durations_.addCollective(c.op, *f.t - it->second.t_ns);
+    }
     open_.erase(rank);
     last_ended_[rank] = c;
   }
@@ -169,6 +185,13 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
 }
 
 bool CollectiveTracker::anyInCollective() const { return !open_.empty(); }
+
+int64_t CollectiveTracker::seqPassed(int rank) const {
+  int64_t passed = -1;
+  if (auto it = last_ended_.find(rank); it != last_ended_.end()) passed = it->second.seq;
+  if (auto it = open_.find(rank); it != open_.end() && it->second.seq >= 0) passed = std::max(passed, it->second.seq - 1);
+  return passed;
+}
 
 std::optional<OpenCollective> CollectiveTracker::openCollective(int rank) const {
   auto it = open_.find(rank);

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "harness/supervise/durations.h"
+
 namespace faultline::supervise {
 
 // Reads what was appended to an events.jsonl since the last call and hands
@@ -32,8 +34,9 @@ class EventsFollower {
 
 struct OpenCollective {
   std::string op;
-  int64_t seq = -1;
-  int64_t t_ns = 0;
+  int64_t seq = -1;   // -1: a subgroup's (group_seq) or not given
+  int64_t t_ns = 0;   // the rank's own clock (CLOCK_REALTIME) at collective_begin
+  std::string group;  // member ranks of a subgroup ("0,2"); "" for the default group
 };
 
 // Pure: fed event lines, answers which ranks are waiting in which collective.
@@ -56,7 +59,17 @@ class CollectiveTracker {
   // "nobody is in a collective" cannot be known.
   bool anyUntraced() const { return !untraced_.empty(); }
   std::optional<OpenCollective> openCollective(int rank) const;
+  const std::map<int, OpenCollective>& openCollectives() const { return open_; }
+  // The default-group seq the rank has gone past: its last ended collective's,
+  // or one before its open one; -1 when none.
+  int64_t seqPassed(int rank) const;
   std::set<int> ranksSeen() const { return seen_; }
+  // What completed collectives and steps took (collective_begin to its
+  // collective_end on the same rank; step_begin to step_end): the rhythm the
+  // adaptive hang detection learns.
+  const DurationHistory& durations() const { return durations_; }
+  // Ranks that wrote an `error` event: on their way out, not hanging.
+  bool erred(int rank) const { return erred_.count(rank) > 0; }
   size_t malformedLines() const { return malformed_; }
   // "ranks 0,2 in allreduce seq 7; rank 1 not in a collective"; a rank whose
   // collective patches did not apply: "rank 3 collective tracing unavailable
@@ -70,6 +83,9 @@ class CollectiveTracker {
   // rank -> collective patches that did not apply there (`instrument` events):
   // patch name -> error. Such a rank is not said to be outside a collective.
   std::map<int, std::map<std::string, std::string>> untraced_;
+  std::map<int, int64_t> step_begin_;  // rank -> t of its open step_begin
+  std::set<int> erred_;
+  DurationHistory durations_;
   size_t malformed_ = 0;
 };
 

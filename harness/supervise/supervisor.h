@@ -11,6 +11,7 @@
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
 #include "harness/probe/fault_spec.h"
+#include "harness/supervise/adaptive_hang.h"
 
 namespace faultline::supervise {
 
@@ -20,7 +21,11 @@ struct SuperviseOptions {
   // launch.launcher's name (a test may bring one of its own).
   const launch::Launcher* launcher = nullptr;
   std::string out_dir;
-  double hang_timeout_s = 0;  // 0: no hang detection
+  double hang_timeout_s = 0;  // 0: no fixed hang timeout
+  // Adaptive hang detection (adaptive_hang.h): a hang as soon as ranks wait
+  // in a collective far past its learned p99 while an idle rank is missing;
+  // hang_timeout_s stays the upper bound. factor 0: off.
+  AdaptiveOptions adaptive;
   double deadline_s = 0;      // 0: no deadline
   double grace_s = 3;         // SIGTERM -> SIGKILL
   // A launcher that ends its own job (OnRankFailure::kLauncherStops): after a
@@ -34,6 +39,9 @@ struct SuperviseOptions {
   // Scripted faults struck from outside the ranks (fault_delivery.h): a signal
   // or a freeze at a step, a collective or a time.
   std::vector<probe::FaultSpec> outside_faults;
+  // Absolute path prefixes counted as library code (cli::addLibraryPaths); the
+  // record keeps them for the diagnosis.
+  std::vector<std::string> library_paths;
 };
 
 struct SupervisedRun {

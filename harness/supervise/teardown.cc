@@ -14,9 +14,26 @@
 #include "harness/launch/clock.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
+#include "harness/supervise/flight_recorder_request.h"
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::supervise {
+namespace {
+
+// py-spy on PATH, else in the tools venv ci/deps installs it into
+// ($FAULTLINE_OPT/tools, default /opt/faultline/tools).
+std::optional<std::string> pySpyPath(const launch::Environment& env) {
+  const std::string path_var = env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin";
+  if (auto p = launch::resolveExecutable("py-spy", path_var)) return *p;
+  const std::string opt = env.count("FAULTLINE_OPT") && !env.at("FAULTLINE_OPT").empty() ? env.at("FAULTLINE_OPT")
+                                                                                          : "/opt/faultline";
+  const std::string venv = opt + "/tools/bin/py-spy";
+  if (::access(venv.c_str(), X_OK) == 0) return venv;
+  return std::nullopt;
+}
+
+}  // namespace
+
 void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max) {
   const auto deadline = Clock::now() + max;
   // Under the subreaper nothing signals the death of a grandchild, so the wait
@@ -62,7 +79,7 @@ void WatchLoop::addSurvivor(pid_t pid, const std::string& why) {
   teardown_.report.survivors.push_back({pid, cmd});
   RankState* r = rankByPid(pid);
   timeline(r ? std::optional<int>(r->rank) : std::nullopt,
-           "survivor pid " + std::to_string(pid) + " (" + cmd + "): " + why);
+           "survivor pid " + std::to_string(pid) + " (" + cmd + "): " + why, TimelineKind::kTeardown);
 }
 
 void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
@@ -77,7 +94,7 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
   }
   meanwhile();  // the ranks write their dumps in the meantime
   if (!usr1.empty()) {
-    timeline(std::nullopt, "SIGUSR1 stack-dump request to " + std::to_string(usr1.size()) + " rank(s)");
+    timeline(std::nullopt, "SIGUSR1 stack-dump request to " + std::to_string(usr1.size()) + " rank(s)", TimelineKind::kDump);
     // The shim's handler is faulthandler's, which writes every thread's stack
     // from the signal handler itself, in a millisecond or so: a rank is done
     // once its stacks file has grown and then stayed the same size for one
@@ -103,6 +120,39 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
       if (all) break;
     }
   }
+  // torch's Flight Recorder through the ranks' dump pipes, once the stacks
+  // are written: the shim's thread that answers runs Python, and a stack dump
+  // taken meanwhile would show it at work instead of the rank's wait.
+  const auto recorders = requestFlightRecorderDumps(layout_.flightRecorderDir());
+  for (const auto& fr : recorders) {
+    int pid = 0;
+    for (const auto& r : ranks_) {
+      if (r->rank == fr.rank) pid = r->pid;
+    }
+    teardown_.stack_dumps.push_back({fr.rank, pid, "flight_recorder", fr.dump, false});
+  }
+  if (!recorders.empty()) {
+    timeline(std::nullopt, "Flight Recorder dump request to " + std::to_string(recorders.size()) + " rank(s)",
+             TimelineKind::kDump);
+    // The shim's thread answers in milliseconds; NCCL's watchdog reads its
+    // pipe on its next heartbeat check, about a second apart.
+    const auto limit = Clock::now() + std::chrono::milliseconds(1500);
+    // A rank that ended meanwhile will not answer.
+    auto answered = [&](const FlightRecorderRequest& fr) {
+      if (flightRecorderDumpWritten(fr)) return true;
+      for (const auto& r : ranks_) {
+        if (r->rank == fr.rank && r->finished) return true;
+      }
+      return false;
+    };
+    auto all = [&] { return std::all_of(recorders.begin(), recorders.end(), answered); };
+    while (Clock::now() < limit && !all()) runUntil([] { return false; }, std::chrono::milliseconds(5));
+    for (auto& d : teardown_.stack_dumps) {
+      if (d.method != "flight_recorder") continue;
+      d.ok = std::any_of(recorders.begin(), recorders.end(),
+                         [&](const auto& fr) { return fr.dump == d.path && flightRecorderDumpWritten(fr); });
+    }
+  }
   // Native stacks only when a rank is stuck (hang, deadline): a plain crash
   // must not wait for them before SIGTERM. eu-stack (elfutils) reads a
   // LibTorch rank in about 0.2-0.5 s; gdb first loads the symbols of every
@@ -119,50 +169,80 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
     method = "gdb";
     tool = launch::resolveExecutable("gdb", path_var);
   }
-  if (!tool) return;
+  // Python ranks the shim is not in: py-spy reads their Python stacks (and the
+  // native frames under them, c10d's waits among them) from outside.
+  const auto py_spy = pySpyPath(env);
   std::map<pid_t, size_t> running;  // dumper pid -> index in stack_dumps
+  bool any_py_spy = false;
   for (auto& r : ranks_) {
     if (r->finished || !isAlive(r->pid)) continue;
-    // Python ranks get their dump from the SIGUSR1 shim; a native dump sees only the interpreter.
-    if (exeName(r->pid).rfind("python", 0) == 0) continue;
+    // Python ranks get their dump from the SIGUSR1 shim, or from py-spy where
+    // the shim is not; a native dump sees only the interpreter.
+    const bool python = exeName(r->pid).rfind("python", 0) == 0;
+    const bool dumped = std::any_of(usr1.begin(), usr1.end(), [&](RankState* u) { return u == r.get(); });
+    if (python && (dumped || !py_spy)) continue;
+    if (!python && !tool) continue;
     launch::SpawnSpec spec;
-    spec.executable = *tool;
     const std::string pid_text = std::to_string(r->pid);
-    if (method == "eu-stack") {
+    const std::string rank_method = python ? "py-spy" : method;
+    if (python) {
+      // Python frames first (a fraction of a second), then again with
+      // --native: the C++ frames under them, where c10d waits (DDP's
+      // Reducer), which costs seconds of symbol loading in a LibTorch
+      // process. A native dump cut off at the bound leaves the first.
+      spec.executable = "/bin/sh";
+      spec.argv = {"sh", "-c", "\"$0\" dump --full-filenames --pid \"$1\"; exec \"$0\" dump --native --full-filenames --pid \"$1\"",
+                   *py_spy, pid_text};
+      any_py_spy = true;
+    } else if (method == "eu-stack") {
+      spec.executable = *tool;
       spec.argv = {"eu-stack", "-s", "-p", pid_text};  // -s: file:line:col under each frame
     } else {
+      spec.executable = *tool;
       spec.argv = {"gdb", "-batch", "-nx", "-p", pid_text, "-ex", "thread apply all bt"};
     }
     spec.env = launch::toEnvStrings(env);
+    // Under an external launcher a rank without events has no directory yet.
+    if (auto made = launch::makeDirs(layout_.rankDir(r->rank)); !made) {
+      note(rank_method + " for rank " + std::to_string(r->rank) + ": " + made.error().str());
+      continue;
+    }
     spec.stdout_path = layout_.rankStacks(r->rank);
     spec.stderr_path = spec.stdout_path;
     launch::Placement helper;  // outside the run's cgroup; dies with the harness
     helper.pdeath_signal = SIGKILL;
     auto pid = launch::spawnProcess(spec, helper);
     if (!pid) {
-      note(method + " for rank " + std::to_string(r->rank) + ": " + pid.error().str());
+      note(rank_method + " for rank " + std::to_string(r->rank) + ": " + pid.error().str());
       continue;
     }
     containment_.excludeHelper(*pid);
-    teardown_.stack_dumps.push_back({r->rank, r->pid, method, spec.stdout_path, false});
+    teardown_.stack_dumps.push_back({r->rank, r->pid, rank_method, spec.stdout_path, false});
     const size_t idx = teardown_.stack_dumps.size() - 1;
     running[*pid] = idx;
-    children_[*pid] = [this, idx, pid = *pid, &running, method](int status) {
+    children_[*pid] = [this, idx, pid = *pid, &running, rank_method](int status) {
       // eu-stack exits 1 when some frames could not be unwound (a thread in
       // a library without unwind tables) but still printed the rest.
-      const int limit = method == "eu-stack" ? 1 : 0;
+      const int limit = rank_method == "eu-stack" ? 1 : 0;
       teardown_.stack_dumps[idx].ok = WIFEXITED(status) && WEXITSTATUS(status) <= limit;
       running.erase(pid);
       containment_.forgetHelper(pid);
     };
   }
   if (running.empty()) return;
-  timeline(std::nullopt, method + " stack dumps of " + std::to_string(running.size()) + " rank(s)");
+  std::map<std::string, int> by_method;
+  for (const auto& [pid, idx] : running) ++by_method[teardown_.stack_dumps[idx].method];
+  std::string methods;
+  for (const auto& [m, n] : by_method) methods += (methods.empty() ? "" : ", ") + m + " of " + std::to_string(n);
+  timeline(std::nullopt, "stack dumps: " + methods + " rank(s)", TimelineKind::kDump);
   reapChildren();  // a dumper that already finished
-  runUntil([&] { return running.empty(); }, seconds(opts_.gdb_timeout_s));
+  // py-spy --native on a few LibTorch ranks at once on a loaded machine took
+  // over 5 s: it gets twice the bound.
+  const double bound = any_py_spy ? 2 * opts_.gdb_timeout_s : opts_.gdb_timeout_s;
+  runUntil([&] { return running.empty(); }, seconds(bound));
   if (!running.empty()) {
-    timeline(std::nullopt, std::to_string(running.size()) + " " + method + " dump(s) cut off after " +
-                               secondsText(opts_.gdb_timeout_s) + " s");
+    timeline(std::nullopt, std::to_string(running.size()) + " stack dump(s) cut off after " + secondsText(bound) + " s",
+             TimelineKind::kDump);
     for (const auto& [pid, idx] : running) ::kill(pid, SIGKILL);
     runUntil([&] { return running.empty(); }, std::chrono::seconds(2));
   }
@@ -179,15 +259,15 @@ void WatchLoop::teardown() {
                            (stack_launcher_.exitEndsRun() && launcher_finished_);
   // When every process of the run was gone (teardown.duration_ms ends there).
   int64_t gone_ns = 0;
-  if (stack_ended && !containment_.empty()) {
+  if (stack_ended && !runEmpty()) {
     // What is already on its way out is not left behind: a launcher's helpers
     // (multiprocessing's resource tracker, say) exit when its pipes close, a
     // few milliseconds after it. Only what is still there after a moment is.
-    runUntil([&] { return containment_.empty(); },
+    runUntil([&] { return runEmpty(); },
              std::min<std::chrono::nanoseconds>(seconds(opts_.grace_s), std::chrono::milliseconds(1000)));
-    if (containment_.empty()) gone_ns = launch::realtimeNs();
+    if (runEmpty()) gone_ns = launch::realtimeNs();
   }
-  auto live = containment_.members();
+  auto live = runMembers();
   if (live.empty()) {
     // Already gone: at the last exit seen (the launcher's own, torchrun's
     // after it ended its workers), or now if none was.
@@ -212,40 +292,46 @@ void WatchLoop::teardown() {
       sendSignal(launcher_->pid, SIGTERM);
       ::kill(launcher_->pid, SIGCONT);
       teardown_.report.escalation = Escalation::kSigterm;
-      timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(launcher_->pid) + ") first");
-      runUntil([&] { return containment_.empty() || interrupts_ > 1; }, seconds(stack_launcher_.launcherGraceS()));
+      timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(launcher_->pid) + ") first", TimelineKind::kSignal);
+      runUntil([&] { return runEmpty() || interrupts_ > 1; }, seconds(stack_launcher_.launcherGraceS()));
     }
     // SIGCONT too: a stopped process would hold SIGTERM pending forever.
-    live = containment_.members();
+    live = runMembers();
     for (pid_t p : live) {
       sendSignal(p, SIGTERM);
       ::kill(p, SIGCONT);
     }
     if (!live.empty()) {
       teardown_.report.escalation = Escalation::kSigterm;
-      timeline(std::nullopt, "SIGTERM to " + std::to_string(live.size()) + " process(es)");
+      timeline(std::nullopt, "SIGTERM to " + std::to_string(live.size()) + " process(es)", TimelineKind::kSignal);
     }
-    runUntil([&] { return containment_.empty() || interrupts_ > 1; }, seconds(opts_.grace_s));
-    if (!containment_.empty()) {
-      auto rest = containment_.members();
+    runUntil([&] { return runEmpty() || interrupts_ > 1; }, seconds(opts_.grace_s));
+    if (!runEmpty()) {
+      auto rest = runMembers();
       for (pid_t p : rest) {
         addSurvivor(p, "still running after the grace period");
         sendSignal(p, SIGKILL);
       }
       containment_.killAll();
       teardown_.report.escalation = Escalation::kSigkill;
-      timeline(std::nullopt, "SIGKILL to " + std::to_string(rest.size()) + " process(es)");
-      runUntil([&] { return containment_.empty(); }, std::chrono::seconds(2));
+      timeline(std::nullopt, "SIGKILL to " + std::to_string(rest.size()) + " process(es)", TimelineKind::kSignal);
+      runUntil([&] { return runEmpty(); }, std::chrono::seconds(2));
     }
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
     gone_ns = launch::realtimeNs();
   }
   // Verify.
   reapChildren();
-  auto remaining = containment_.members();
+  const size_t leaks_before = teardown_.report.leaks.size();
+  settleResidue();
+  std::vector<std::string> job_leaks(teardown_.report.leaks.begin() + static_cast<std::ptrdiff_t>(leaks_before),
+                                     teardown_.report.leaks.end());
+  auto remaining = runMembers();
   for (pid_t p : remaining) addSurvivor(p, "could not be killed");
   teardown_.report.leaks = leaks_.leaks(remaining);
+  teardown_.report.leaks.insert(teardown_.report.leaks.end(), job_leaks.begin(), job_leaks.end());
   for (pid_t p : remaining) teardown_.report.leaks.push_back("process:" + std::to_string(p) + " still running");
+  for (auto& left : stack_launcher_.finish(opts_.launch)) teardown_.report.leaks.push_back(std::move(left));
   for (const auto& r : ranks_) {
     if (r->our_child && !r->finished) teardown_.report.leaks.push_back("zombie:" + std::to_string(r->pid));
   }
@@ -268,9 +354,10 @@ void WatchLoop::teardown() {
                                                                              : TeardownBy::kNone;
   if (teardown_.started_ns) {
     timeline(std::nullopt, std::string("teardown ") + (teardown_.report.clean ? "clean" : "not clean") + " in " +
-                               std::to_string(teardown_.report.duration_ms) + " ms");
+                               std::to_string(teardown_.report.duration_ms) + " ms",
+             TimelineKind::kTeardown);
   }
-  for (pid_t p : adopted_) timeline(std::nullopt, "reaped orphan pid " + std::to_string(p));
+  for (pid_t p : adopted_) timeline(std::nullopt, "reaped orphan pid " + std::to_string(p), TimelineKind::kTeardown);
 }
 
 SupervisedRun WatchLoop::result() const {
@@ -293,6 +380,7 @@ SupervisedRun WatchLoop::result() const {
       if (auto s = r->outcome.signal()) k.signal = signalName(*s);
     }
     k.killed_by_teardown = r->signalled_by_teardown && r->finished;
+    k.node = r->node;
     rec.ranks.push_back(k);
     world = std::max(world, r->rank + 1);
   }

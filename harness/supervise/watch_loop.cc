@@ -43,6 +43,8 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       scan_timer_(io_),
       allowance_timer_(io_),
       fault_timer_(io_),
+      adaptive_timer_(io_),
+      rendezvous_timer_(io_),
       faults_(opts.outside_faults) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
   signals_.add(SIGCHLD);
@@ -67,9 +69,9 @@ WatchLoop::~WatchLoop() {
   signals_.clear(ec);
 }
 
-void WatchLoop::timeline(std::optional<int> rank, std::string what) {
+void WatchLoop::timeline(std::optional<int> rank, std::string what, TimelineKind kind) {
   const double t_ms = std::chrono::duration<double, std::milli>(Clock::now() - start_mono_).count();
-  timeline_.push_back({t_ms, rank, std::move(what)});
+  timeline_.push_back({t_ms, rank, std::move(what), kind});
 }
 
 Result<void> WatchLoop::start() {
@@ -82,7 +84,7 @@ Result<void> WatchLoop::start() {
   const int known = stack_launcher_.ranksKnownUpFront(opts_.launch);
   if (auto r = launch::createRunDirs(layout_, known); !r) return r;
   for (int rank = 0; rank < known; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
-  const bool descendants = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kDescendants;
+  const bool descendants = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kDescendants || runProcessesMode();
   if (descendants) addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
   const launch::LauncherLog own_log = stack_launcher_.ownLog(opts_.launch, layout_);
   if (!own_log.stdout_path.empty()) {
@@ -95,7 +97,7 @@ Result<void> WatchLoop::start() {
   if (!launched) return tl::unexpected(launched.error());
   for (const auto& p : launched->ranks) {
     addRank(*p.rank, p.pid, p.start_ns, true);
-    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")");
+    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")", TimelineKind::kStart);
   }
   world_size_hint_ = known;
   if (launched->launcher) {
@@ -105,7 +107,7 @@ Result<void> WatchLoop::start() {
     children_[launcher_->pid] = [this](int status) {
       onLauncherExit(ProcessOutcome::fromWaitStatus(status), launch::realtimeNs());
     };
-    timeline(std::nullopt, "launcher started (pid " + std::to_string(launcher_->pid) + ")");
+    timeline(std::nullopt, "launcher started (pid " + std::to_string(launcher_->pid) + ")", TimelineKind::kStart);
   }
   if (launched->error) {
     note(launched->error->str());
@@ -114,7 +116,7 @@ Result<void> WatchLoop::start() {
   }
   if (descendants) {
     scanForRanks();
-    if (!proc_events_) armScanTimer();
+    if (!proc_events_ || runProcessesMode()) armScanTimer();
   }
   if (!containment_.eventsPath().empty()) addWatch(containment_.eventsPath(), WatchKind::kCgroupEvents, -1);
   if (opts_.deadline_s > 0) {
@@ -127,7 +129,9 @@ Result<void> WatchLoop::start() {
     });
   }
   if (opts_.hang_timeout_s > 0) armHangTimer(start_mono_ + seconds(opts_.hang_timeout_s));
+  if (opts_.adaptive.factor > 0) armAdaptiveTimer();
   armFaultTimer();
+  armRendezvousTimer();
   // Exits that happened during the spawn loop raised SIGCHLD already; reap them now.
   reapChildren();
   return {};
@@ -139,8 +143,11 @@ void WatchLoop::runMainPhase() {
     if (io_.run_one() == 0) break;  // no work left: cannot happen while signals_ waits
   }
   hang_timer_.cancel();
+  adaptive_timer_.cancel();
+  rendezvous_timer_.cancel();
   deadline_timer_.cancel();
   allowance_timer_.cancel();
+  noteStraggler();
 }
 
 // --- signals and children --------------------------------------------------
@@ -161,11 +168,11 @@ void WatchLoop::onSignal(int sig) {
   ++interrupts_;
   if (interrupts_ == 1) {
     interrupted_ = true;
-    timeline(std::nullopt, std::string("harness received ") + signalName(sig));
+    timeline(std::nullopt, std::string("harness received ") + signalName(sig), TimelineKind::kSignal);
     setTrigger(TriggerKind::kInterrupt, std::nullopt, std::string("harness received ") + signalName(sig));
     stop_main_ = true;
   } else {
-    timeline(std::nullopt, std::string("harness received ") + signalName(sig) + " again: skipping to SIGKILL");
+    timeline(std::nullopt, std::string("harness received ") + signalName(sig) + " again: skipping to SIGKILL", TimelineKind::kSignal);
   }
 }
 
@@ -207,6 +214,26 @@ RankState& WatchLoop::addRank(int rank, pid_t pid, int64_t start_ns, bool our_ch
   return *ranks_.back();
 }
 
+// Past start-up: a process group, a step or a collective in its events; for
+// a rank that writes no events (uninstrumented), any output.
+bool WatchLoop::pastStartup(const RankState& r) {
+  return r.past_startup_event || (!r.wrote_events && r.shown_life);
+}
+
+// A rank that failed within moments of its start, before getting past its
+// start-up, while another rank has not got past its own either: the others
+// are most likely on their way to the same failure (a missing script, a bad
+// argument, an import error). The shim's own first lines are no progress:
+// every rank writes them before the script runs.
+bool WatchLoop::failedAtStartup(const RankState& r, int64_t t_ns) const {
+  constexpr int64_t kStartupWindowNs = 5'000'000'000;
+  if (t_ns - r.start_ns > kStartupWindowNs || r.past_startup_event) return false;
+  for (const auto& k : ranks_) {
+    if (k.get() != &r && !k->finished && !pastStartup(*k)) return true;
+  }
+  return false;
+}
+
 void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns) {
   if (r.finished) return;
   r.finished = true;
@@ -222,7 +249,7 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
     r.pidfd.reset();
   }
   progress(true);
-  timeline(r.rank, r.exit_known ? outcomeText(r.outcome) : "exited (status collected by its launcher)");
+  timeline(r.rank, r.exit_known ? outcomeText(r.outcome) : "exited (status collected by its launcher)", TimelineKind::kExit);
   // Read what the rank wrote last, so the tracker is current before any verdict.
   readEvents(r.rank);
   const bool failed = r.exit_known && !r.outcome.success();
@@ -230,7 +257,20 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
     setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
     trigger_.t_ns = t_ns;
     if (stack_launcher_.onRankFailure() == launch::OnRankFailure::kSupervisorStops) {
-      stop_main_ = true;
+      if (failedAtStartup(r, t_ns)) {
+        // A start-up failure (a missing script, a bad argument, an import
+        // error) is usually every rank's: stopping the others before they
+        // got as far would hide that. They get a moment to fail the same
+        // way; the run stops as soon as every rank has ended.
+        timeline(r.rank, "rank " + std::to_string(r.rank) + " failed at start-up; the other ranks get " +
+                             secondsText(kStartupGraceS) + " s to get as far before the teardown");
+        allowance_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStartupGraceS)));
+        allowance_timer_.async_wait([this](const boost::system::error_code& ec) {
+          if (!ec) stop_main_ = true;
+        });
+      } else {
+        stop_main_ = true;
+      }
     } else {
       // The external launcher is the stack under test: give it time to end its job itself.
       allowance_timer_.expires_after(seconds(opts_.launcher_allowance_s));
@@ -258,7 +298,7 @@ void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {
     launcher_record_->exit_ns = t_ns;
   }
   progress(true);
-  timeline(std::nullopt, "launcher " + outcomeText(outcome));
+  timeline(std::nullopt, "launcher " + outcomeText(outcome), TimelineKind::kExit);
   // Ranks the launcher reaped before we saw them end.
   for (auto& r : ranks_) {
     if (!r->finished && !isAlive(r->pid)) onRankExit(*r, std::nullopt, t_ns);
@@ -273,7 +313,7 @@ void WatchLoop::setTrigger(TriggerKind kind, std::optional<int> rank, std::strin
   trigger_.t_ns = launch::realtimeNs();
   trigger_.rank = rank;
   trigger_.detail = std::move(detail);
-  if (kind != TriggerKind::kNone) timeline(rank, "first trigger: " + triggerKindName(kind) + ": " + trigger_.detail);
+  if (kind != TriggerKind::kNone) timeline(rank, "first trigger: " + triggerKindName(kind) + ": " + trigger_.detail, TimelineKind::kTrigger);
 }
 
 // --- progress ----------------------------------------------------------------
@@ -357,10 +397,14 @@ void WatchLoop::onInotify(size_t bytes) {
 void WatchLoop::readEvents(int rank) {
   auto it = followers_.find(rank);
   if (it == followers_.end()) return;
+  bool any_event = false, progress_event = false;
   size_t n = it->second.readNew([&](std::string_view line) {
     const LineFields f = tracker_.onLine(rank, line);
     if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
+    any_event = any_event || !f.ev.empty();
+    progress_event = progress_event || (!f.ev.empty() && f.ev != "start" && f.ev != "instrument");
   });
+  if (any_event) eventsSeen(rank, progress_event);
   if (n > 0) {
     shownLife(rank);
     progress(true);
@@ -376,6 +420,10 @@ void WatchLoop::deliverFaults() {
   }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_mono_).count();
   for (const Strike& s : faults_.due(elapsed, running)) {
+    if (!s.node.empty()) {
+      strikeNode(s);
+      continue;
+    }
     RankState* target = nullptr;
     for (auto& r : ranks_) {
       if (r->rank == s.rank && !r->finished) target = r.get();
@@ -396,7 +444,7 @@ void WatchLoop::deliverFaults() {
       for (pid_t p : descendantsOf(target->pid)) targets.push_back(p);
     }
     for (pid_t p : targets) ::kill(p, s.signal);
-    timeline(s.rank, "fault " + s.kind + " struck by the supervisor at " + s.point);
+    timeline(s.rank, "fault " + s.kind + " struck by the supervisor at " + s.point, TimelineKind::kFault);
   }
 }
 
@@ -440,6 +488,16 @@ void WatchLoop::outputSeen(int rank, const std::string& stream) {
   if (::stat(path.c_str(), &st) == 0 && st.st_size > 0) shownLife(rank);
 }
 
+// Events read from the rank's file, once per read: progress_event when one
+// of them is past the shim's own first lines ("start", "instrument").
+void WatchLoop::eventsSeen(int rank, bool progress_event) {
+  for (auto& r : ranks_) {
+    if (r->rank != rank) continue;
+    r->wrote_events = true;
+    r->past_startup_event = r->past_startup_event || progress_event;
+  }
+}
+
 void WatchLoop::shownLife(int rank) {
   for (auto& r : ranks_) {
     if (r->rank == rank && !r->finished) r->shown_life = true;
@@ -466,8 +524,17 @@ bool WatchLoop::ranksStillStarting() {
   for (auto& r : ranks_) {
     if (r->finished || r->shown_life) continue;
     auto it = ticks.find(r->pid);
-    if (it == ticks.end() || it->second < r->cpu_ticks + 2) continue;
+    if (it == ticks.end()) continue;
+    if (it->second < r->cpu_ticks + 2) {
+      // Blocked while silent: waiting for something, so past its start-up.
+      // (A rank under torchrun never shows output of its own here: its
+      // output goes to torchrun's logs.)
+      if (r->cpu_ticks > 0) r->seen_idle = true;
+      r->cpu_ticks = it->second;
+      continue;
+    }
     r->cpu_ticks = it->second;
+    if (r->seen_idle) continue;
     starting = true;
     if (!r->starting_noted) {
       r->starting_noted = true;
@@ -475,6 +542,31 @@ bool WatchLoop::ranksStillStarting() {
     }
   }
   return starting;
+}
+
+namespace {
+// How long the CPU time of a silent, uninstrumented rank must stand still for
+// it to be blocked rather than computing: 50 clock ticks, where an idle
+// thread's wake-up costs one.
+constexpr auto kIdleConfirm = std::chrono::milliseconds(500);
+}  // namespace
+
+std::vector<int> WatchLoop::idleRanks() {
+  std::vector<pid_t> pids;
+  for (const auto& r : ranks_) {
+    if (!r->finished) pids.push_back(r->pid);
+  }
+  const auto now = treeCpuTicks(pids);
+  std::vector<int> idle;
+  for (const auto& r : ranks_) {
+    if (r->finished) continue;
+    auto before = idle_probe_->find(r->pid);
+    auto after = now.find(r->pid);
+    if (before == idle_probe_->end() || after == now.end()) continue;
+    if (after->second < before->second + 2) idle.push_back(r->rank);
+  }
+  std::sort(idle.begin(), idle.end());
+  return idle;
 }
 
 void WatchLoop::armHangTimer(Clock::time_point at) {
@@ -492,6 +584,7 @@ void WatchLoop::onHangTimer() {
   const bool instrumented = tracker_.instrumented();
   const auto last = instrumented ? last_event_progress_ : last_output_progress_;
   if (now - last < limit) {
+    idle_probe_.reset();
     armHangTimer(last + limit);
     return;
   }
@@ -522,8 +615,36 @@ void WatchLoop::onHangTimer() {
     return;
   }
   if (ranksStillStarting()) {
+    idle_probe_.reset();
     armHangTimer(now + limit);
     return;
+  }
+  // Uninstrumented ranks that print nothing may be computing: silence is a
+  // hang only where some rank is blocked, its CPU time standing still (a
+  // rank waiting in a collective, or the laggard waiting on something else).
+  // Every rank busy is no hang: the deadline bounds it.
+  std::vector<int> idle;
+  if (!instrumented && !shutdown_hang) {
+    if (!idle_probe_) {
+      std::vector<pid_t> pids;
+      for (const auto& r : ranks_) {
+        if (!r->finished) pids.push_back(r->pid);
+      }
+      idle_probe_ = treeCpuTicks(pids);
+      armHangTimer(now + kIdleConfirm);
+      return;
+    }
+    idle = idleRanks();
+    idle_probe_.reset();
+    if (idle.empty()) {
+      if (!busy_noted_) {
+        busy_noted_ = true;
+        timeline(std::nullopt, "no output for " + secondsText(opts_.hang_timeout_s) +
+                                   " s, but every rank is using CPU: computing, not hung");
+      }
+      armHangTimer(now + limit);
+      return;
+    }
   }
   const std::string secs = std::to_string(static_cast<int64_t>(opts_.hang_timeout_s * 1000)) + " ms";
   auto list = [](const std::vector<int>& ranks) {
@@ -534,10 +655,95 @@ void WatchLoop::onHangTimer() {
   std::string detail = shutdown_hang ? "rank(s) " + list(stuck) + " still running " + secs + " after rank(s) " +
                                            list(finished) + " exited cleanly, with no progress"
                        : instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
-                                      : "no output and no exit from any rank for " + secs;
+                                      : "no output and no exit from any rank for " + secs + "; rank(s) " +
+                                            probe::rankList(idle) + " blocked (no CPU time for " +
+                                            std::to_string(kIdleConfirm.count()) + " ms)";
   std::optional<int> rank;
   setTrigger(TriggerKind::kHang, rank, detail);
   stop_main_ = true;
+}
+
+// --- adaptive hang detection ---------------------------------------------------
+
+namespace {
+// How often the loop looks at the open collectives: the latency added to an
+// adaptive call, against 20 wake-ups a second of a loop that reads no file
+// until a wait nears its threshold.
+constexpr auto kAdaptivePoll = std::chrono::milliseconds(50);
+}  // namespace
+
+void WatchLoop::armAdaptiveTimer() {
+  adaptive_timer_.expires_after(kAdaptivePoll);
+  adaptive_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) onAdaptiveTimer();
+  });
+}
+
+void WatchLoop::onAdaptiveTimer() {
+  if (stop_main_ || triggered_) return;
+  std::set<int> live;
+  std::map<int, pid_t> pids;
+  for (const auto& r : ranks_) {
+    if (r->finished) continue;
+    live.insert(r->rank);
+    pids[r->rank] = r->pid;
+  }
+  const int64_t now = launch::realtimeNs();
+  // Every rank of the world must be known: a missing rank could be one not started yet.
+  std::optional<LongWait> w;
+  if (static_cast<int>(live.size()) >= world_size_hint_) w = longestWait(tracker_, live, now, opts_.adaptive);
+  if (straggling_ && (!w || w->op != straggling_->op || w->seq != straggling_->seq)) noteStraggler();
+  if (!w || w->waited_ns < w->threshold.ns / 2) {
+    activity_.reset();
+    armAdaptiveTimer();
+    return;
+  }
+  // Idleness is judged per wait: a rank busy or idle in the last one says nothing of this one.
+  if (activity_key_ != std::make_pair(w->op, w->seq)) {
+    activity_.reset();
+    activity_key_ = {w->op, w->seq};
+  }
+  std::vector<pid_t> roots;
+  for (int r : w->missing) roots.push_back(pids.at(r));
+  const auto ticks = treeCpuTicks(roots);
+  for (int r : w->missing) {
+    const pid_t pid = pids.at(r);
+    Activity a;
+    if (auto t = ticks.find(pid); t != ticks.end()) a.cpu_ticks = t->second;
+    a.io_chars = readIoChars(pid).value_or(0);
+    if (auto st = readStat(pid)) a.state = st->state;
+    activity_.sample(r, a, now);
+  }
+  const WaitVerdict v = judgeWait(*w, activity_, now);
+  if (v.hang) {
+    std::vector<int> stopped;
+    for (int r : w->missing) {
+      if (activity_.stopped(r)) stopped.push_back(r);
+    }
+    setTrigger(TriggerKind::kHang, w->missing.size() == 1 ? std::optional<int>(w->missing.front()) : std::nullopt,
+               "adaptive: " + describeHang(*w, v, opts_.adaptive, stopped));
+    straggling_.reset();
+    stop_main_ = true;
+    return;
+  }
+  if (w->due() && !v.busy.empty()) {
+    if (!straggling_) timeline(std::nullopt, "adaptive: " + describeStraggler(*w, v.busy) + " (so far)");
+    straggling_ = w;
+    straggler_ranks_ = v.busy;
+  }
+  armAdaptiveTimer();
+}
+
+// A long wait whose missing ranks were busy ended (or the run did): say how
+// long it lasted, so that a slow rank shows up as the straggler it was.
+void WatchLoop::noteStraggler() {
+  if (!straggling_) return;
+  LongWait w = *straggling_;
+  straggling_.reset();
+  // It ended since the last poll (or is ending with the run): at most one poll late.
+  w.waited_ns = std::max(w.waited_ns, launch::realtimeNs() - w.since_ns);
+  timeline(straggler_ranks_.size() == 1 ? std::optional<int>(straggler_ranks_.front()) : std::nullopt,
+           "adaptive: " + describeStraggler(w, straggler_ranks_));
 }
 
 // --- external ranks ------------------------------------------------------------
@@ -550,12 +756,90 @@ void WatchLoop::armScanTimer() {
   scan_timer_.async_wait([this](const boost::system::error_code& ec) {
     if (ec || in_teardown_) return;
     scanForRanks();
-    if (!proc_events_) armScanTimer();
+    if (!proc_events_ || runProcessesMode()) armScanTimer();
   });
 }
 
 void WatchLoop::scanForRanks() {
   for (pid_t pid : containment_.members()) classifyPid(pid);
+  if (!runProcessesMode()) return;
+  readAgentEvents();
+  const pid_t self = ::getpid();
+  for (pid_t pid : listPids()) {
+    if (pid == self || classified_.count(pid) || run_pids_.count(pid) || (proc_events_ && foreign_.count(pid))) continue;
+    if (!carriesRunId(pid)) {
+      foreign_.insert(pid);
+      continue;
+    }
+    run_pids_.insert(pid);
+    classifyPid(pid);
+  }
+}
+
+bool WatchLoop::carriesRunId(pid_t pid) const {
+  return environVar(pid, launch::kRunIdVar) == opts_.launch.run_id;
+}
+
+std::vector<pid_t> WatchLoop::runMembers() const {
+  std::vector<pid_t> out = containment_.members();
+  if (!runProcessesMode()) return out;
+  const std::set<pid_t> in(out.begin(), out.end());
+  const pid_t self = ::getpid();
+  for (pid_t pid : listPids()) {
+    if (pid != self && !in.count(pid) && isAlive(pid) && carriesRunId(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+// The agents' rank_start events: the node of each rank, and (on this host,
+// where every node is) its pid to classify, should /proc have missed it.
+void WatchLoop::readAgentEvents() {
+  std::error_code ec;
+  for (const auto& node : std::filesystem::directory_iterator(layout_.nodesDir(), ec)) {
+    std::error_code ec2;
+    for (const auto& f : std::filesystem::directory_iterator(node.path(), ec2)) {
+      const std::string path = f.path().string();
+      if (f.path().filename().string().rfind("agent-", 0) != 0) continue;
+      auto text = readSmallFile(path, 16 << 20);
+      if (!text) continue;
+      size_t& off = agent_offsets_[path];
+      while (off < text->size()) {
+        const size_t nl = text->find('\n', off);
+        if (nl == std::string::npos) break;  // a line still being written
+        const auto j = nlohmann::json::parse(text->substr(off, nl - off), nullptr, false);
+        off = nl + 1;
+        if (!j.is_object() || j.value("event", "") != "rank_start" || !j.contains("pid") || !j["pid"].is_number_integer()) continue;
+        const pid_t pid = j["pid"].get<pid_t>();
+        agent_nodes_[pid] = j.value("node", "");
+        if (RankState* r = rankByPid(pid); r && !r->node) r->node = agent_nodes_[pid];
+        if (!classified_.count(pid) && carriesRunId(pid)) {
+          run_pids_.insert(pid);
+          classifyPid(pid);
+        }
+      }
+    }
+  }
+}
+
+void WatchLoop::settleResidue() {
+  auto left = stack_launcher_.residue(layout_);
+  if (left.empty()) return;
+  // A job whose every task ended is still COMPLETING for a moment.
+  const auto settle = [&](std::chrono::milliseconds bound) {
+    const auto until = Clock::now() + bound;
+    while (!left.empty() && Clock::now() < until) {
+      runUntil([] { return false; }, std::chrono::milliseconds(200));
+      left = stack_launcher_.residue(layout_);
+    }
+  };
+  settle(std::chrono::milliseconds(3000));
+  if (left.empty()) return;
+  for (const auto& what : stack_launcher_.cancelJob(layout_)) timeline(std::nullopt, what, TimelineKind::kTeardown);
+  settle(std::chrono::milliseconds(static_cast<int64_t>(opts_.grace_s * 1000) + 10000));
+  for (const auto& what : left) {
+    teardown_.report.leaks.push_back("job:" + what);
+    timeline(std::nullopt, "left in the workload manager: " + what, TimelineKind::kTeardown);
+  }
 }
 
 void WatchLoop::classifyPid(pid_t pid) {
@@ -582,7 +866,9 @@ void WatchLoop::classifyPid(pid_t pid) {
     if (r->rank == rank && !r->finished) return;  // e.g. a wrapper that exec'd again
   }
   RankState& r = addRank(rank, pid, launch::realtimeNs(), false);
-  timeline(rank, "found (pid " + std::to_string(pid) + ")");
+  r.node = environVar(pid, "FAULTLINE_NODE");
+  if (auto it = agent_nodes_.find(pid); !r.node && it != agent_nodes_.end()) r.node = it->second;
+  timeline(rank, "found (pid " + std::to_string(pid) + (r.node ? " on " + *r.node : "") + ")", TimelineKind::kStart);
   // With the proc connector the exit arrives as an event; without it, by pidfd.
   if (!proc_events_) watchExternalRank(r);
 }
@@ -593,6 +879,8 @@ void WatchLoop::openProcEvents() {
     if (run_pids_.count(parent)) run_pids_.insert(child);
   };
   h.on_exec = [this](pid_t pid) {
+    // Slurm's tasks are no descendants of the launcher: a process of the run anywhere on the host.
+    if (!run_pids_.count(pid) && runProcessesMode() && pid != ::getpid() && carriesRunId(pid)) run_pids_.insert(pid);
     if (!run_pids_.count(pid)) return;
     cmdlines_[pid] = cmdline(pid);
     classified_.erase(pid);  // a new program, maybe with a new environment

@@ -61,8 +61,15 @@ struct RankState {
   // Start-up: until a rank writes output or an event, CPU use shows it is
   // still starting (see WatchLoop::ranksStillStarting).
   bool shown_life = false;
+  // Past its start-up, for a start-up failure's grace (WatchLoop::failedAtStartup):
+  // an event beyond the shim's own "start" and "instrument" lines (a process
+  // group, a step, a collective), or output from a rank that writes no events.
+  bool wrote_events = false;
+  bool past_startup_event = false;
   uint64_t cpu_ticks = 0;
   bool starting_noted = false;
+  bool seen_idle = false;  // seen blocked once while silent: past its start-up
+  std::optional<std::string> node;  // multi-node: FAULTLINE_NODE in its environment, or its agent's rank_start
   std::unique_ptr<asio::posix::stream_descriptor> pidfd;
 };
 
@@ -96,19 +103,49 @@ class WatchLoop {
   void onInotify(size_t bytes);
   void readEvents(int rank);
   void armHangTimer(Clock::time_point at);
+  bool failedAtStartup(const RankState& r, int64_t t_ns) const;
+  static constexpr double kStartupGraceS = 2.0;  // builtin: how long the other ranks of a start-up failure get
   void onHangTimer();
+  // Adaptive detection (adaptive_hang.h): a poll while some rank waits in a
+  // collective; /proc is read only once a wait nears its threshold.
+  void armAdaptiveTimer();
+  void onAdaptiveTimer();
+  void noteStraggler();
   std::vector<int> stoppedRanks() const;
   // Scripted faults from outside (fault_delivery.h): strike what is due, and
   // wake for the next time point.
   void deliverFaults();
   void armFaultTimer();
+  // Node faults (node_faults.cc): the node's processes, its link, the strike
+  // and its record in OUT/nodes/NAME/supervisor.jsonl.
+  std::vector<pid_t> nodeProcesses(const std::string& node) const;
+  std::string nodeLink(const std::string& node) const;
+  void strikeNode(const Strike& s);
+  void recordNodeFault(const Strike& s, const std::vector<pid_t>& pids, const std::string& detail);
+  void slowNodeCycle(const std::string& node, int duty, bool stop);
+  void armRendezvousTimer();
   bool ranksStillStarting();
+  // Uninstrumented ranks: the live ranks whose CPU time has not advanced
+  // since the probe taken kIdleConfirm ago (watch_loop.cc).
+  std::vector<int> idleRanks();
   void shownLife(int rank);
+  void eventsSeen(int rank, bool progress_event);
+  static bool pastStartup(const RankState& r);
   void outputSeen(int rank, const std::string& stream);
   void armScanTimer();
   void scanForRanks();
   void watchExternalRank(RankState& r);
   void classifyPid(pid_t pid);
+  // RankDiscovery::kRunProcesses: whether pid carries this run's
+  // FAULTLINE_RUN_ID; the run's processes outside the containment (Slurm's
+  // tasks) and in it; the agents' rank_start events as a second source.
+  bool carriesRunId(pid_t pid) const;
+  bool runProcessesMode() const { return stack_launcher_.rankDiscovery() == launch::RankDiscovery::kRunProcesses; }
+  std::vector<pid_t> runMembers() const;
+  bool runEmpty() const { return runMembers().empty(); }
+  void readAgentEvents();
+  // What of the job the workload manager still holds, ended and waited for (teardown).
+  void settleResidue();
   void openProcEvents();
   void onProcExit(pid_t pid, int wait_status);
 
@@ -119,7 +156,7 @@ class WatchLoop {
   void onLauncherExit(ProcessOutcome outcome, int64_t t_ns);
   void setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail);
   void progress(bool from_events);
-  void timeline(std::optional<int> rank, std::string what);
+  void timeline(std::optional<int> rank, std::string what, TimelineKind kind = TimelineKind::kNote);
   void note(std::string what) { notes_.push_back(std::move(what)); }
 
   // Teardown helpers.
@@ -145,6 +182,15 @@ class WatchLoop {
   asio::steady_timer scan_timer_;
   asio::steady_timer allowance_timer_;
   asio::steady_timer fault_timer_;
+  asio::steady_timer adaptive_timer_;
+  asio::steady_timer rendezvous_timer_;
+  std::vector<std::unique_ptr<asio::steady_timer>> node_timers_;  // partition's link up again, slow_node's cycle
+  ActivityWatch activity_;
+  std::pair<std::string, int64_t> activity_key_;  // the wait (op, seq) activity_ is sampling for
+  // A wait past its threshold whose missing ranks were busy: reported as
+  // stragglers once it ends (or when the run ends).
+  std::optional<LongWait> straggling_;
+  std::vector<int> straggler_ranks_;
   FaultDelivery faults_;
   std::map<int, Watch> watches_;                       // inotify wd -> what
   std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
@@ -153,6 +199,9 @@ class WatchLoop {
   std::map<int, EventsFollower> followers_;  // rank -> its events.jsonl
   CollectiveTracker tracker_;
   std::set<pid_t> classified_;  // external: pids already looked at for RANK
+  std::set<pid_t> foreign_;     // run processes mode: pids seen without this run's id (re-read at exec)
+  std::map<std::string, size_t> agent_offsets_;  // agent events file -> bytes read
+  std::map<pid_t, std::string> agent_nodes_;      // rank pid -> node, from rank_start
   std::unique_ptr<ProcEvents> proc_events_;  // external: fork/exec/exit of the launcher's tree
   std::set<pid_t> run_pids_;                 // external: live processes descended from the launcher
   std::map<pid_t, std::string> cmdlines_;    // external: read at exec
@@ -168,6 +217,10 @@ class WatchLoop {
   Clock::time_point start_mono_;
   Clock::time_point last_event_progress_;
   Clock::time_point last_output_progress_;
+  // Uninstrumented hang check: CPU time of each live rank's tree when the
+  // silence reached the hang timeout; compared kIdleConfirm later.
+  std::optional<std::map<pid_t, uint64_t>> idle_probe_;
+  bool busy_noted_ = false;
   Trigger trigger_;
   bool triggered_ = false;
   bool stop_main_ = false;

@@ -3,14 +3,16 @@ columns and ratios (newest first), the goals as met / missed / not decided,
 the load warning, and old result files (one "torchrun" key) read as 1.13."""
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
+import tempfile
 import unittest
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(SOURCE, "bench"))
 
-from benchlib import table, torchruns  # noqa: E402
+from benchlib import side_by_side, table, torchruns  # noqa: E402
 
 
 def load_bench_run():
@@ -117,6 +119,48 @@ class Goals(unittest.TestCase):
         g = self.by_section({"crash": crash(5.0, 60.0)}, {"crash": run_info(3.5)})["crash"]
         self.assertEqual(g["under_load"], 3.5)
         self.assertIn("figures taken under load", table.goals_md([g]))
+
+
+def adaptive(adaptive_ms, fixed_ms):
+    rep = lambda ms, a: {"detected_ms": ms, "report_ms": None if ms is None else ms + 900.0, "adaptive": a,
+                         "root_cause": ["hung_collective", 1]}
+    return {"adaptive": [rep(adaptive_ms, True)], "fixed": [rep(fixed_ms, False)], "world": 3, "step_ms": 50,
+            "fault_step": 40, "hang_timeout_s": 10}
+
+
+class Adaptive(unittest.TestCase):
+    def test_rows_side_by_side_and_the_one_second_goal(self):
+        rows = table.result_rows({"adaptive": adaptive(640.0, 10050.0)})
+        self.assertEqual([r.fl for r in rows], [640.0, 10050.0])
+        self.assertIn("met", rows[0].goal_text())
+        self.assertEqual(rows[1].goal_text(), "")
+        self.assertIn("by the adaptive trigger in 1", rows[0].note)
+        g = {x["section"]: x for x in table.goals({"adaptive": adaptive(1200.0, 10050.0)})}["adaptive"]
+        self.assertFalse(g["met"])
+        self.assertIn("fixed --hang-timeout 10 alone 10050 ms", g["detail"])
+        self.assertIsNone({x["section"]: x for x in table.goals({})}["adaptive"]["met"])
+
+    def test_a_repetition_read_from_its_run_directory(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "ranks", "1"))
+            with open(os.path.join(d, "ranks", "1", "events.jsonl"), "w") as f:
+                f.write('{"t":1000000000,"rank":1,"pid":2,"ev":"step_begin","step":40}\n')
+                f.write('{"t":2000000000,"rank":1,"pid":2,"ev":"fault","kind":"hung_collective","step":40}\n')
+            with open(os.path.join(d, "report.json"), "w") as f:
+                json.dump({"root_cause": {"kind": "hung_collective", "rank": 1}}, f)
+            with open(os.path.join(d, "supervisor.json"), "w") as f:
+                json.dump({"trigger": {"t_ns": 2_700_000_000, "detail": "adaptive: ranks 0,2 waited 612 ms"}}, f)
+            row = side_by_side.adaptive_row(d, 3_500_000_000)
+            self.assertEqual(row["detected_ms"], 700.0)
+            self.assertEqual(row["report_ms"], 1500.0)
+            self.assertTrue(row["adaptive"])
+            self.assertNotIn("error", row)
+            with open(os.path.join(d, "report.json"), "w") as f:
+                json.dump({"root_cause": {"kind": "timeout", "rank": None}}, f)
+            self.assertIsNone(side_by_side.adaptive_row(d, 3_500_000_000)["detected_ms"])
+
+    def test_the_section_is_one_of_bench_run(self):
+        self.assertIn("adaptive", load_bench_run().SECTIONS)
 
 
 class Render(unittest.TestCase):

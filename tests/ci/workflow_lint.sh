@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CI definitions themselves: every .github/workflows/*.yml against GitHub's
-# workflow schema (check-jsonschema's vendored copy, in the tools venv that
+# The CI definitions themselves: every .github/workflows/*.yml (and the user
+# templates in examples/ci) against GitHub's and GitLab's schemas (check-jsonschema's vendored copy, in the tools venv that
 # ci/deps makes), every script in ci/ and .ci/ parses (bash -n), and every
 # repository script a workflow step runs exists and is executable.
 set -euo pipefail
@@ -12,6 +12,10 @@ shopt -s nullglob
 workflows=(.github/workflows/*.yml .github/workflows/*.yaml)
 [ ${#workflows[@]} -gt 0 ] || { echo "no workflow in .github/workflows" >&2; exit 1; }
 "$tools/check-jsonschema" --builtin-schema vendor.github-workflows "${workflows[@]}"
+# The templates users copy (docs/USING.md, "CI templates"): GitHub's and GitLab's schemas.
+[ -f examples/ci/github-actions.yml ] && [ -f examples/ci/gitlab-ci.yml ] || { echo "examples/ci templates missing" >&2; exit 1; }
+"$tools/check-jsonschema" --builtin-schema vendor.github-workflows examples/ci/github-actions.yml
+"$tools/check-jsonschema" --builtin-schema vendor.gitlab-ci examples/ci/gitlab-ci.yml
 for f in ci/* .ci/*; do
   [ -f "$f" ] || continue
   bash -n "$f" || { echo "$f: does not parse" >&2; exit 1; }

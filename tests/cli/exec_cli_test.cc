@@ -121,6 +121,10 @@ TEST(ExecCli, BadUsageExitsTwoWithoutReport) {
   EXPECT_EQ(exitStatus(runFaultline({"exec", "--bogus", "--", "true"}, dir / "log")), 2);
   EXPECT_EQ(exitStatus(runFaultline({"exec", "-o", dir / "b", "--", "/no/such/binary"}, dir / "log")), 2);
   EXPECT_FALSE(fileExists(dir / "b/report.json"));
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--hang-factor", "-1", "-o", dir / "c", "--", "true"}, dir / "log")), 2);
+  EXPECT_NE(readFile(dir / "log").find("--hang-factor must be >= 0 (0: off) and --hang-floor > 0"), std::string::npos);
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--hang-floor", "0", "-o", dir / "c", "--", "true"}, dir / "log")), 2);
+  EXPECT_FALSE(fileExists(dir / "c/report.json"));
 }
 
 TEST(ExecCli, SigintMidRunStillWritesAnIncompleteReport) {

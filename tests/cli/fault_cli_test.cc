@@ -4,6 +4,7 @@
 // strike is bad usage. Each run is diagnosed and torn down for real.
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -137,23 +138,124 @@ TEST(FaultCli, AFrozenRankIsAHangThatNamesIt) {
   EXPECT_EQ(faults[0]["point"], "0.5 s after start");
 }
 
+// A native trainer that links faultline::probe and has no fault code of its
+// own: the probe strikes FAULTLINE_FAULT from its step and collective calls.
+struct ProbeRun {
+  int rc = -1;
+  std::string out, log;
+  std::optional<Report> report;
+};
+
+ProbeRun runProbeTrainer(const TempDir& dir, const std::vector<std::string>& flags, const std::string& steps = "6") {
+  ProbeRun r;
+  r.out = dir / "run";
+  std::vector<std::string> args = {"exec", "--nproc", "2", "--deadline", "60", "--grace", "1", "-o", r.out};
+  args.insert(args.end(), flags.begin(), flags.end());
+  args.insert(args.end(), {"--", FL_PROBE_TRAINER, steps});
+  r.rc = runFaultline(args, dir / "log");
+  r.log = readFile(dir / "log");
+  if (auto rep = readReport(r.out + "/report.json")) r.report = std::move(*rep);
+  return r;
+}
+
+TEST(FaultCli, TheProbeKillsANativeTrainersRankAtItsStep) {
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "20", "--fault", "sigkill:rank=1:step=3"});
+  EXPECT_EQ(r.rc, 1) << r.log;
+  ASSERT_TRUE(r.report && r.report->root_cause) << r.log;
+  EXPECT_EQ(r.report->root_cause->kind, Kind::kSignal);
+  EXPECT_EQ(r.report->root_cause->rank, 1);
+  EXPECT_EQ(r.report->root_cause->signal, "SIGKILL");
+  EXPECT_TRUE(r.report->teardown.clean);
+  const auto faults = faultEvents(r.out, 1);
+  ASSERT_EQ(faults.size(), 1u) << readFile(r.out + "/ranks/1/events.jsonl");
+  EXPECT_EQ(faults[0]["source"], "probe");
+  EXPECT_EQ(faults[0]["point"], "step 3");
+  EXPECT_EQ(faults[0]["step"], 3);
+  EXPECT_TRUE(faultEvents(r.out, 0).empty());
+}
+
+TEST(FaultCli, TheProbeHangsANativeTrainersCollectiveAndThePeerWaitsThere) {
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "3", "--fault", "hung_collective:rank=1:collective=2"});
+  EXPECT_EQ(r.rc, 1) << r.log;
+  ASSERT_TRUE(r.report && r.report->root_cause) << r.log;
+  EXPECT_EQ(r.report->root_cause->kind, Kind::kHungCollective) << r.report->root_cause->summary;
+  EXPECT_EQ(r.report->root_cause->rank, 1);
+  EXPECT_EQ(r.report->root_cause->missing_ranks, std::vector<int>{1});
+  EXPECT_EQ(r.report->root_cause->waiting_ranks, std::vector<int>{0});
+  ASSERT_TRUE(r.report->root_cause->collective);
+  EXPECT_EQ(r.report->root_cause->collective->seq, 2);
+  EXPECT_TRUE(r.report->teardown.clean);
+  const auto faults = faultEvents(r.out, 1);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0]["point"], "collective #2");
+}
+
+TEST(FaultCli, TheProbeExitsWithTheCodeAndSlowsAStragglersSteps) {
+  {
+    LeakGuard guard;
+    TempDir dir;
+    const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "20", "--fault", "exit:rank=0:op=allreduce:nth=2:arg=7"});
+    EXPECT_EQ(r.rc, 1) << r.log;
+    ASSERT_TRUE(r.report && r.report->root_cause) << r.log;
+    EXPECT_EQ(r.report->root_cause->rank, 0);
+    EXPECT_EQ(r.report->root_cause->exit_code, 7);
+    const auto faults = faultEvents(r.out, 0);
+    ASSERT_EQ(faults.size(), 1u);
+    EXPECT_EQ(faults[0]["point"], "allreduce call 2");
+  }
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--fault", "straggler:rank=1:step=3:arg=150"}, "5");
+  EXPECT_EQ(r.rc, 0) << r.log;
+  ASSERT_TRUE(r.report) << r.log;
+  // Rank 1's steps from 3 on take the 150 ms sleep; its steps before do not.
+  for (const Span& s : r.report->spans) {
+    if (s.kind != "step" || s.rank != 1 || !s.dur_ms) continue;
+    if (s.index >= 3) {
+      EXPECT_GE(*s.dur_ms, 150.0) << s.name;
+    } else {
+      EXPECT_LT(*s.dur_ms, 150.0) << s.name;
+    }
+  }
+  ASSERT_EQ(faultEvents(r.out, 1).size(), 1u);
+}
+
+TEST(FaultCli, AFaultTheProbeCannotStrikeIsBadUsageNamingIt) {
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--fault", "exception:rank=1:step=2"});
+  EXPECT_EQ(r.rc, 2) << r.log;
+  EXPECT_NE(r.log.find("exception is not a fault the probe strikes"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("a native trainer is struck by the probe"), std::string::npos) << r.log;
+}
+
 TEST(FaultCli, AFaultNoLayerCanStrikeIsBadUsage) {
   TempDir dir;
   struct Case {
     std::vector<std::string> extra;
     std::string says;
+    bool python = false;  // a Python command (the shim's layer), else the native fixture (the probe's)
   };
   for (const Case& c : std::vector<Case>{
            {{"--fault", "freeze:rank=0:op=allreduce"}, "not by op"},
            {{"--fault", "nosuch:rank=0"}, "unknown fault kind 'nosuch'"},
            {{"--fault", "sigkill:rank=5"}, "out of range for world size 2"},
            {{"--fault", "undefined_symbol:rank=0"}, "is struck by: the reference trainer"},
-           {{"--no-instrument", "--fault", "exception:rank=0"}, "this run has none"},
+           {{"--no-instrument", "--fault", "exception:rank=0"}, "this run has none", true},
+           {{"--fault", "exception:rank=0"}, "exception is not a fault the probe strikes"},
+           {{"--fault", "hung_collective:rank=0:arg=skip"}, "skipping a collective needs the trainer's own code"},
            {{"--fault", "sigkill:step=2:collective=3"}, "one point"},
        }) {
     std::vector<std::string> args = {"exec", "--nproc", "2", "-o", dir / "run"};
     args.insert(args.end(), c.extra.begin(), c.extra.end());
-    args.insert(args.end(), {"--", hostilePath(), "*=ok"});
+    if (c.python) {
+      args.insert(args.end(), {"--", "/usr/bin/python3", "-c", "pass"});
+    } else {
+      args.insert(args.end(), {"--", hostilePath(), "*=ok"});
+    }
     EXPECT_EQ(runFaultline(args, dir / "log"), 2) << c.extra.back();
     EXPECT_NE(readFile(dir / "log").find(c.says), std::string::npos) << readFile(dir / "log");
     EXPECT_FALSE(testing::fileExists(dir / "run/report.json"));

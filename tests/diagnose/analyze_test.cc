@@ -289,7 +289,8 @@ namespace faultline::diagnose {
 namespace {
 
 // A rank that exits before any rank has a process group, while its
-// instrumented peers wait at the rendezvous, is the rendezvous's failure.
+// instrumented peers wait at the rendezvous (rank 0 began to join:
+// pg_init_begin), is the rendezvous's failure.
 TEST(Analyze, ExitBeforeAnyProcessGroupIsARendezvousFailure) {
   RunInput in;
   in.world_size = 2;
@@ -303,6 +304,10 @@ TEST(Analyze, ExitBeforeAnyProcessGroupIsARendezvousFailure) {
   start.ev = "start";
   start.rank = 0;
   r0.events.events.push_back(start);
+  Event joining;
+  joining.ev = "pg_init_begin";
+  joining.rank = 0;
+  r0.events.events.push_back(joining);
   RankInput& r1 = in.ranks[1];
   r1.rank = 1;
   r1.started = true;

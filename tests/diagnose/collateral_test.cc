@@ -21,6 +21,29 @@ TEST(Collateral, PeerAndTimeoutErrors) {
       {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:1234: Connection "
        "reset by peer",
        CollateralKind::kPeerClosed},
+      // Real texts of a 4-rank Gloo DDP job whose ranks 2-3 were SIGKILLed
+      // (tests/fixtures/diagnose/builtin213_kill_two_ranks, torch 2.13).
+      {"RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+       "peer [127.0.0.1]:22421. This is typically caused by a remote worker crashing. Check the logs of the remote "
+       "worker before reporting an error. GLHF!",
+       CollateralKind::kPeerClosed},
+      {"RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error "
+       "[127.0.0.1]:64722: Connection reset by peer. This is typically caused by a remote worker hanging or bugs in "
+       "the application.",
+       CollateralKind::kPeerClosed},
+      {"RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:129] Timed out "
+       "waiting 10000ms for send operation to complete",
+       CollateralKind::kCollectiveTimeout},
+      // torch 2.13's store client (libtorch_cpu's strings).
+      {"torch.distributed.DistNetworkError: Failed to recv, got 0 bytes. Connection was likely closed. Did the remote "
+       "server shutdown or crash?",
+       CollateralKind::kPeerClosed},
+      {"torch.distributed.DistNetworkError: TCP client failed to connect/validate to host 10.0.0.1:29500 - timed out "
+       "(try=3, timeout=600000ms): ...",
+       CollateralKind::kStoreTimeout},
+      {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:211] connect [10.0.0.2]:4000: No route to host",
+       CollateralKind::kNetworkLost},
+      {"OSError: [Errno 101] Network is unreachable", CollateralKind::kNetworkLost},
       {"RuntimeError: NCCL communicator was aborted on rank 0.", CollateralKind::kRemoteError},
       {"torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, remote process exited or there "
        "was a network error",
@@ -35,6 +58,8 @@ TEST(Collateral, PeerAndTimeoutErrors) {
       {"torch.distributed.elastic.multiprocessing.api.SignalException: Process 17 got signal: 15",
        CollateralKind::kTeardownSignal},
       {"KeyboardInterrupt", CollateralKind::kTeardownSignal},
+      // A rank stopped as it printed terminate's line: the type, no what().
+      {"gloo::IoException: ", CollateralKind::kRemoteError},
   };
   for (const Case& c : cases) {
     auto k = classifyCollateral(c.text);

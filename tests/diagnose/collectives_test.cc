@@ -93,6 +93,41 @@ TEST(CollectiveMismatch, TwoRanksTieBrokenByNovelCall) {
   EXPECT_NE(v->detail.find("broadcast"), std::string::npos);
 }
 
+TEST(CollectiveMismatch, ARankConditionOutweighsTheMajority) {
+  // `if rank != 0: dist.barrier()`: ranks 1 and 2 took the conditional path.
+  const std::string cond = "/app/train.py:50: if rank != 0";
+  std::vector<EventLog> logs = {
+      History(0).collectiveAt("allreduce", 0, 10, "/app/train.py:40").collectiveAt("allreduce", 1, 10, "/app/train.py:40", "", false).log(),
+      History(1).collectiveAt("allreduce", 0, 10, "/app/train.py:40").collectiveAt("barrier", 1, 0, "/app/train.py:51", cond, false).log(),
+      History(2).collectiveAt("allreduce", 0, 10, "/app/train.py:40").collectiveAt("barrier", 1, 0, "/app/train.py:51", cond, false).log(),
+  };
+  auto v = findCollectiveMismatch(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->rank);
+  EXPECT_EQ(v->blame, Blame::kRanks);
+  EXPECT_EQ(v->culprits, (std::vector<int>{1, 2}));
+  ASSERT_EQ(v->sides.size(), 2u);
+  EXPECT_EQ(v->sides[0].op, "barrier");
+  EXPECT_EQ(v->sides[0].rank_condition, cond);
+  EXPECT_EQ(v->sides[1].ranks, (std::vector<int>{0}));
+  EXPECT_EQ(v->detail,
+            "ranks 1 and 2 called barrier of 0 elements (train.py:51, under `if rank != 0`) at collective #1 while rank 0 "
+            "called allreduce of 10 elements (train.py:40)");
+}
+
+TEST(CollectiveMismatch, BothSidesConditionalFallsBackToTheOtherEvidence) {
+  // if rank == 0: broadcast, else: allreduce; neither call was made before: ambiguous.
+  std::vector<EventLog> logs = {
+      History(0).collectiveAt("broadcast", 0, 4, "/app/t.py:10", "/app/t.py:9: if rank == 0", false).log(),
+      History(1).collectiveAt("allreduce", 0, 4, "/app/t.py:12", "/app/t.py:9: if rank == 0", false).log(),
+  };
+  auto v = findCollectiveMismatch(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->blame, Blame::kAmbiguous);
+  EXPECT_EQ(v->culprits, (std::vector<int>{0, 1}));
+  EXPECT_NE(v->detail.find("ranks disagree at collective #0"), std::string::npos) << v->detail;
+}
+
 TEST(CollectiveMismatch, NoneForMatchingCalls) {
   std::vector<EventLog> logs = {History(0).collective("allreduce", 0, 5).log(),
                                 History(1).collective("allreduce", 0, 5).log()};

@@ -25,17 +25,39 @@ class History {
     return push(std::move(e));
   }
   History& collective(const std::string& op, int64_t seq, int64_t numel, bool ended = true) {
+    return collectiveAt(op, seq, numel, "", "", ended);
+  }
+  // A collective_begin with the shim's call site (and rank condition), then its end.
+  History& collectiveAt(const std::string& op, int64_t seq, int64_t numel, const std::string& site,
+                        const std::string& rank_cond = "", bool ended = true) {
     Event b;
     b.ev = "collective_begin";
     b.op = op;
     b.seq = seq;
     b.numel = numel;
+    b.site = site;
+    b.rank_cond = rank_cond;
     push(b);
     if (ended) {
-      b.ev = "collective_end";
-      push(b);
+      Event e;
+      e.ev = "collective_end";
+      e.op = op;
+      e.seq = seq;
+      e.numel = numel;
+      push(e);
     }
     return *this;
+  }
+  // A fingerprint taken at `at` (ddp_init, ddp_ready, optimizer_step) of `what`.
+  History& fingerprintAt(const std::string& at, int64_t step, const std::string& hash,
+                         const std::string& what = "params") {
+    Event e;
+    e.ev = "fingerprint";
+    e.what = what;
+    e.at = at;
+    e.step = step;
+    e.hash = hash;
+    return push(std::move(e));
   }
   History& step(int64_t s, bool ended = true) {
     Event e;
@@ -48,14 +70,8 @@ class History {
     }
     return *this;
   }
-  History& fingerprint(int64_t step, const std::string& hash) {
-    Event e;
-    e.ev = "fingerprint";
-    e.what = "params";
-    e.step = step;
-    e.hash = hash;
-    return push(std::move(e));
-  }
+  // A probe's params fingerprint: no `at`.
+  History& fingerprint(int64_t step, const std::string& hash) { return fingerprintAt("", step, hash); }
   History& metric(const std::string& name, double v, const std::string& scope, int64_t step) {
     Event e;
     e.ev = "metric";

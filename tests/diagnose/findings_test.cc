@@ -59,12 +59,68 @@ TEST(Findings, SeedMismatchAtInit) {
   EXPECT_NE(f[0].summary.find("at init"), std::string::npos);
 }
 
-TEST(Findings, SeedDriftLater) {
+TEST(Findings, SeedMismatchNeverRepairedIsAnError) {
+  // The probe's fingerprints at step 0 and 10 (no `at`): they differ at both,
+  // nothing made the replicas equal.
   RunInput in = runOf({History(0).fingerprint(0, "a").fingerprint(10, "b").log(),
-                       History(1).fingerprint(0, "a").fingerprint(10, "c").log()});
+                       History(1).fingerprint(0, "c").fingerprint(10, "d").log()});
   auto f = findSeedMismatch(in);
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_NE(f[0].summary.find("from step 10"), std::string::npos);
+  EXPECT_EQ(f[0].severity, "error");
+  EXPECT_NE(f[0].summary.find("still differ later"), std::string::npos) << f[0].summary;
+  EXPECT_TRUE(findDivergedParams(in).empty());  // never equal: the seed mismatch's, not a divergence
+}
+
+TEST(Findings, SeedMismatchThatDdpRepairedIsAWarning) {
+  RunInput in = runOf({History(0).fingerprintAt("ddp_init", 0, "a").fingerprintAt("ddp_ready", 0, "a").log(),
+                       History(1).fingerprintAt("ddp_init", 0, "b").fingerprintAt("ddp_ready", 0, "a").log()});
+  auto f = findSeedMismatch(in);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, "warning");
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(f[0].summary,
+            "parameter fingerprints differ across ranks at init (step 0): rank 1 diverged; DDP's broadcast overwrote "
+            "the parameters with rank 0's (equal right after DDP's broadcast), but the other random streams (dropout, "
+            "data augmentation, sampling) still differ across ranks");
+  EXPECT_TRUE(findDivergedParams(in).empty());
+}
+
+TEST(Findings, ParametersThatDivergeAfterTheBroadcastAreAnError) {
+  // Equal after DDP's broadcast, different from the first optimizer step on.
+  RunInput in = runOf({History(0).fingerprintAt("ddp_init", 0, "a").fingerprintAt("ddp_ready", 0, "a")
+                           .fingerprintAt("optimizer_step", 1, "b").fingerprintAt("optimizer_step", 2, "c").log(),
+                       History(1).fingerprintAt("ddp_init", 0, "a").fingerprintAt("ddp_ready", 0, "a")
+                           .fingerprintAt("optimizer_step", 1, "x").fingerprintAt("optimizer_step", 2, "y").log()});
+  EXPECT_TRUE(findSeedMismatch(in).empty());
+  auto f = findDivergedParams(in);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kDivergedParams);
+  EXPECT_EQ(f[0].severity, "error");
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(f[0].summary.rfind("parameters diverged across ranks at step 1 (equal right after DDP's broadcast)", 0), 0u)
+      << f[0].summary;
+  // The probe's later fingerprints (no `at`) count as well: equal at 0, different at 10.
+  RunInput probe = runOf({History(0).fingerprint(0, "a").fingerprint(10, "b").log(),
+                          History(1).fingerprint(0, "a").fingerprint(10, "c").log()});
+  EXPECT_TRUE(findSeedMismatch(probe).empty());
+  auto g = findDivergedParams(probe);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NE(g[0].summary.find("at step 10 (equal at init (step 0))"), std::string::npos) << g[0].summary;
+}
+
+TEST(Findings, BuffersKeptPerRankAreAnError) {
+  RunInput in = runOf({History(0).fingerprintAt("ddp_ready", 0, "p").fingerprintAt("ddp_ready", 0, "s", "buffers")
+                           .fingerprintAt("optimizer_step", 1, "p1").fingerprintAt("optimizer_step", 1, "s0", "buffers")
+                           .log(),
+                       History(1).fingerprintAt("ddp_ready", 0, "p").fingerprintAt("ddp_ready", 0, "s", "buffers")
+                           .fingerprintAt("optimizer_step", 1, "p1").fingerprintAt("optimizer_step", 1, "s1", "buffers")
+                           .log()});
+  auto f = findDivergedParams(in);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{1}));
+  EXPECT_EQ(f[0].summary.rfind("buffers differ across ranks at step 1: rank 1 kept its own (DDP with "
+                               "broadcast_buffers=False)", 0), 0u)
+      << f[0].summary;
 }
 
 TEST(Findings, UnshardedDataWithOverlapPercent) {
@@ -180,6 +236,47 @@ TEST(Findings, OversubscribedRanksAreNoStragglersButASleeperIs) {
   EXPECT_EQ(f[0].ranks, (std::vector<int>{37}));
 }
 
+// Multi-node: ranks 0-1 on n1, 2-3 on n2; node n2 stopped from outside at
+// every 4th step, so its ranks enter that step's all-reduce 250 ms late
+// while their own work per step stays what n1's is.
+RunInput twoNodesWithLateSteps(const std::vector<int64_t>& n2_late_ms) {
+  std::vector<EventLog> logs;
+  for (int r = 0; r < 4; ++r) {
+    std::vector<int64_t> work(20, 5);
+    if (r >= 2) {
+      for (size_t s = 0; s < work.size(); ++s) work[s] += n2_late_ms[s % n2_late_ms.size()];
+    }
+    logs.push_back(stepsOf(r, work));
+  }
+  RunInput in = runOf(logs);
+  for (auto& [r, ri] : in.ranks) ri.node = r < 2 ? "n1" : "n2";
+  return in;
+}
+
+TEST(Findings, ANodeTheOthersWaitForIsAStragglerNode) {
+  RunInput in = twoNodesWithLateSteps({0, 0, 0, 250});
+  auto f = findStragglerNode(in);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, Kind::kStraggler);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(f[0].summary,
+            "node n2 is a straggler: the other nodes waited 1.25 s for it in 5 of 20 collectives (up to 250 ms each), "
+            "its ranks 2-3 entering last");
+  // Rank against rank, each of n2's compares with its sibling, as slow as
+  // itself: the per-rank rule cannot see a node straggle.
+  EXPECT_TRUE(findStraggler(in).empty());
+}
+
+TEST(Findings, NoStragglerNodeForJitterARareDelayOrOneNode) {
+  EXPECT_TRUE(findStragglerNode(twoNodesWithLateSteps({0, 10, 0, 15})).empty());  // jitter under 20 ms
+  std::vector<int64_t> once(20, 0);
+  once[7] = 300;
+  EXPECT_TRUE(findStragglerNode(twoNodesWithLateSteps(once)).empty());  // one collective
+  RunInput single = twoNodesWithLateSteps({0, 0, 0, 250});
+  for (auto& [r, ri] : single.ranks) ri.node.clear();
+  EXPECT_TRUE(findStragglerNode(single).empty());
+}
+
 TEST(Findings, NoPgDestroyOnlyForCleanExits) {
   RunInput in = runOf({History(0).ev("pg_init").exit(0).log(), History(1).ev("pg_init").ev("pg_destroy").exit(0).log(),
                        History(2).ev("pg_init").log()});
@@ -198,11 +295,13 @@ TEST(Findings, SeedMismatchIsUncheckedWhereTheFingerprintPatchFailed) {
   const auto found = findFindings(in);
   EXPECT_TRUE(found.empty());
   const auto unchecked = findUnchecked(in, found);
-  ASSERT_EQ(unchecked.size(), 1u);
+  ASSERT_EQ(unchecked.size(), 2u);  // and the divergence the same fingerprints would show
+  EXPECT_EQ(unchecked[1].kind, Kind::kDivergedParams);
+  EXPECT_EQ(unchecked[1].ranks, (std::vector<int>{1}));
   EXPECT_EQ(unchecked[0].kind, Kind::kSeedMismatch);
   EXPECT_EQ(unchecked[0].ranks, (std::vector<int>{1}));
   EXPECT_EQ(unchecked[0].reason, "rank 1: patch ddp.fingerprint failed: " + err);
-  EXPECT_EQ(uncheckedJson(unchecked),
+  EXPECT_EQ(uncheckedJson({unchecked[0]}),
             nlohmann::json::parse(R"([{"kind": "seed_mismatch", "ranks": [1], "reason": "rank 1: patch ddp.fingerprint failed: )" +
                                   err + R"("}])"));
 }
@@ -212,7 +311,10 @@ TEST(Findings, AFindingThatWasFoundIsNotAlsoUnchecked) {
                        History(2).instrument("ddp.fingerprint", false, "TypeError: x").log()});
   const auto found = findFindings(in);
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_TRUE(findUnchecked(in, found).empty());
+  // seed_mismatch was found; only the divergence stays unknown on rank 2.
+  const auto unchecked = findUnchecked(in, found);
+  ASSERT_EQ(unchecked.size(), 1u);
+  EXPECT_EQ(unchecked[0].kind, Kind::kDivergedParams);
 }
 
 TEST(Findings, EveryPatchAppliedOrNoneReportedLeavesNothingUnchecked) {

@@ -80,6 +80,22 @@ TEST_P(Fixture, DiagnosisMatchesExpected) {
     const RoleMap want_roles = want["roles"].get<RoleMap>();
     EXPECT_EQ(roles, want_roles);
   }
+  if (want.contains("nodes")) {
+    // Multi-node: each node's name, ranks and whether it was lost, in order.
+    ASSERT_TRUE(got.contains("nodes")) << "no nodes[]";
+    ASSERT_EQ(got["nodes"].size(), want["nodes"].size());
+    for (size_t i = 0; i < want["nodes"].size(); ++i) {
+      for (const auto& [key, value] : want["nodes"][i].items()) EXPECT_EQ(got["nodes"][i][key], value) << key;
+    }
+    for (const auto& r : got["ranks"]) EXPECT_TRUE(r.contains("node")) << r["rank"];
+  } else {
+    // A single-node run's report has no node fields at all.
+    EXPECT_FALSE(got.contains("nodes"));
+    for (const auto& r : got["ranks"]) EXPECT_FALSE(r.contains("node")) << r["rank"];
+    if (!grc.is_null()) {
+      EXPECT_FALSE(grc.contains("node"));
+    }
+  }
   std::set<std::string> kinds;
   for (const auto& f : got["findings"]) kinds.insert(f["kind"]);
   EXPECT_EQ(kinds, want.value("findings", std::set<std::string>{})) << got["findings"].dump(1);

@@ -64,7 +64,7 @@ TEST(PythonTraceback, ChainedDirectCause) {
   EXPECT_EQ(e.message, "'lr'");
   EXPECT_EQ(e.location->line, 10);
   ASSERT_EQ(e.chain.size(), 1u);
-  EXPECT_EQ(e.chain[0], "RuntimeError: bad config");
+  EXPECT_EQ(e.chain[0], "RuntimeError: bad config (/app/train.py:12)");  // each wrapper with its own line
 }
 
 TEST(PythonTraceback, ChainedDuringHandlingKeepsCollateralOrigin) {

@@ -7,6 +7,7 @@
 
 #include "harness/diagnose/analyze.h"
 #include "harness/diagnose/collateral.h"
+#include "harness/diagnose/node_rules.h"
 #include "tests/diagnose/event_builder.h"
 
 namespace faultline::diagnose {
@@ -62,9 +63,11 @@ TEST(RootCauseRules, InPriorityOrderEachWithAReason) {
     EXPECT_FALSE(r.why.empty()) << r.name;
     EXPECT_NE(r.apply, nullptr) << r.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"launcher_failed_first", "collective_mismatch", "exit_before_rendezvous",
+  EXPECT_EQ(names, (std::vector<std::string>{"node_launcher_lost", "launcher_failed_first", "collective_mismatch", "node_lost",
+                                             "network_partition", "same_failure_everywhere",
+                                             "exit_before_rendezvous",
                                              "earliest_primary", "hung_collective", "shutdown_hang",
-                                             "store_rendezvous_failure", "no_progress", "only_collateral",
+                                             "store_rendezvous_failure", "stack_dump_hang", "no_progress", "only_collateral",
                                              "launcher_failed_alone"}));
 }
 
@@ -108,6 +111,16 @@ TEST(RootCauseRules, ExitBeforeRendezvous) {
   RunInput in;
   tornDown(in, 0).events.events.push_back(startEvent(0));
   addRank(in, 1, 1).events.events.push_back(startEvent(1));
+  // A plain program: nothing says it uses a process group, so no rendezvous failed.
+  EXPECT_FALSE(runRule(exitBeforeRendezvous, in));
+  auto plain = runRule(earliestPrimary, in);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->cause.kind, Kind::kExitCode);
+  EXPECT_EQ(plain->root_rank, 1);
+  // Rank 0 had begun to join: rank 1's exit left it at the rendezvous.
+  Event joining;
+  joining.ev = "pg_init_begin";
+  in.ranks[0].events.events.push_back(joining);
   auto c = runRule(exitBeforeRendezvous, in);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cause.kind, Kind::kRendezvousFailure);
@@ -126,6 +139,208 @@ TEST(RootCauseRules, ExitBeforeRendezvous) {
   EXPECT_EQ(primary->cause.kind, Kind::kExitCode);
 }
 
+// Issue 18, class 7: every rank failing the same way has no primary rank.
+Evidence cantOpen(const std::string& path) {
+  Evidence e;
+  e.kind = Kind::kExitCode;
+  e.origin = "stderr";
+  e.message = "/usr/bin/python3: can't open file '" + path + "': [Errno 2] No such file or directory";
+  return e;
+}
+
+TEST(RootCauseRules, SameFailureEverywhereHasNoPrimary) {
+  RunInput in;
+  for (int r = 0; r < 3; ++r) {
+    addRank(in, r, 2, std::nullopt, 1'000'000 + r * 3'000'000).errors.push_back(cantOpen("/app/train.py"));
+    in.ranks[r].events.events.push_back(startEvent(r));
+  }
+  auto c = runRule(sameFailureEverywhere, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kExitCode);
+  EXPECT_FALSE(c->cause.rank);
+  EXPECT_FALSE(c->root_rank);
+  EXPECT_EQ(c->cause.blame, Blame::kAllRanks);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(c->cause.exit_code, 2);
+  EXPECT_EQ(c->cause.summary,
+            "all 3 ranks: /usr/bin/python3: can't open file '/app/train.py': [Errno 2] No such file or directory");
+  // And the rule order puts it before the rendezvous and earliest-primary guesses.
+  Event joining;
+  joining.ev = "pg_init_begin";
+  in.ranks[1].events.events.push_back(joining);
+  auto chosen = chooseRootCause(analyse(in));
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->cause.blame, Blame::kAllRanks);
+}
+
+TEST(RootCauseRules, SameFailureEverywhereNeedsTheSameFailure) {
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 1'000).errors.push_back(pyError("ValueError", "bad shard 0"));
+  addRank(in, 1, 1, std::nullopt, 2'000).errors.push_back(pyError("KeyError", "'lr'"));
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // The same error with different numbers (a rank, a port) is the same failure.
+  in.ranks[1].errors = {pyError("ValueError", "bad shard 1")};
+  auto c = runRule(sameFailureEverywhere, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.summary, "all 2 ranks: ValueError: bad shard 0 (train.py:42)");
+  // One rank that succeeded: not every rank failed.
+  addRank(in, 2, 0, std::nullopt, 3'000);
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // One that failed because of the others: not every rank failed alike.
+  addRank(in, 2, 1, std::nullopt, 3'000).errors = {collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer")};
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // Far apart in time: not "within moments".
+  RunInput late;
+  addRank(late, 0, 1, std::nullopt, 1'000).errors.push_back(pyError("ValueError", "x"));
+  addRank(late, 1, 1, std::nullopt, 60'000'000'000).errors.push_back(pyError("ValueError", "x"));
+  EXPECT_FALSE(runRule(sameFailureEverywhere, late));
+}
+
+TEST(RootCauseRules, SameFailureEverywhereCountsRanksStoppedBeforeGettingFurther) {
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 1'000).errors.push_back(pyError("ModuleNotFoundError", "No module named 'x'"));
+  addRank(in, 1, 1, std::nullopt, 2'000).errors.push_back(pyError("ModuleNotFoundError", "No module named 'x'"));
+  tornDown(in, 2).events.events.push_back(startEvent(2));
+  auto c = runRule(sameFailureEverywhere, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.blame, Blame::kAllRanks);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(c->cause.summary,
+            "ranks 0, 1 of 3: ModuleNotFoundError: No module named 'x' (train.py:42) (rank 2 stopped by the teardown "
+            "before getting further)");
+  // A stopped rank that had got further (it was training) may not have met the same end.
+  in.ranks[2].events = History(2).step(1).log();
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // Nor one stopped at the point where the others failed mid-training (it was
+  // waiting there and had not failed).
+  in.ranks[0].events = History(0).step(1).step(2, false).log();
+  in.ranks[1].events = History(1).step(1).step(2, false).log();
+  in.ranks[2].events = History(2).step(1).step(2, false).log();
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+}
+
+// Issue 18, class 4: two ranks, no majority.
+TEST(RootCauseRules, MismatchBlamesTheSideUnderARankCondition) {
+  RunInput in;
+  hangTrigger(in);
+  tornDown(in, 0).events = History(0)
+                               .collectiveAt("allreduce", 0, 10, "/app/train.py:32")
+                               .collectiveAt("barrier", 1, 0, "/app/ckpt.py:11", "/app/train.py:35: if rank == 0", false)
+                               .log();
+  tornDown(in, 1).events = History(1)
+                               .collectiveAt("allreduce", 0, 10, "/app/train.py:32")
+                               .collectiveAt("allreduce", 1, 10, "/app/train.py:32", "", false)
+                               .log();
+  auto c = runRule(collectiveMismatch, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.rank, 0);
+  EXPECT_EQ(c->cause.blame, Blame::kRank);
+  ASSERT_EQ(c->cause.sides.size(), 2u);
+  EXPECT_EQ(c->cause.sides[0].ranks, (std::vector<int>{0}));
+  EXPECT_EQ(c->cause.sides[0].op, "barrier");
+  EXPECT_EQ(c->cause.sides[0].rank_condition, "/app/train.py:35: if rank == 0");
+  EXPECT_EQ(c->cause.sides[1].site, "/app/train.py:32");
+  ASSERT_TRUE(c->cause.location);
+  EXPECT_EQ(c->cause.location->file, "/app/ckpt.py");
+  EXPECT_EQ(c->cause.location->line, 11);
+  EXPECT_EQ(c->cause.summary,
+            "rank 0: collective mismatch: rank 0 called barrier of 0 elements (ckpt.py:11, under `if rank == 0`) at "
+            "collective #1 while rank 1 called allreduce of 10 elements (train.py:32); rank 0 blamed: its call runs "
+            "only on some ranks (train.py:35: if rank == 0)");
+}
+
+TEST(RootCauseRules, MismatchWithNoEvidenceIsAmbiguous) {
+  RunInput in;
+  hangTrigger(in);
+  tornDown(in, 0).events = History(0)
+                               .collectiveAt("allreduce", 0, 10, "/app/train.py:20")
+                               .collectiveAt("broadcast", 1, 2, "/app/train.py:39", "", false)
+                               .log();
+  tornDown(in, 1).events = History(1)
+                               .collectiveAt("allreduce", 0, 10, "/app/train.py:20")
+                               .collectiveAt("allreduce", 1, 1, "/app/train.py:36", "", false)
+                               .log();
+  auto c = runRule(collectiveMismatch, in);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->cause.rank);
+  EXPECT_FALSE(c->root_rank);
+  EXPECT_EQ(c->cause.blame, Blame::kAmbiguous);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{0, 1}));
+  ASSERT_EQ(c->cause.sides.size(), 2u);
+  EXPECT_FALSE(c->cause.location);
+  EXPECT_NE(c->cause.summary.find("ambiguous"), std::string::npos) << c->cause.summary;
+  // No rank is marked root_cause.
+  for (const RankVerdict& v : assignRoles(analyse(in), c)) EXPECT_NE(v.role, RankRole::kRootCause) << v.rank;
+}
+
+TEST(RootCauseRules, HangBlamesTheWaiterUnderARankCondition) {
+  // Rank 0 alone waits in a barrier under `if rank == 0`; rank 1 finished and left.
+  RunInput in;
+  addRank(in, 0, 1).events = History(0)
+                                 .collectiveAt("allreduce", 0, 8, "/app/train.py:21")
+                                 .collectiveAt("barrier", 1, 0, "/app/train.py:24", "/app/train.py:23: if rank == 0",
+                                               false)
+                                 .log();
+  in.ranks[0].errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer"));
+  addRank(in, 1, 0).events = History(1).collectiveAt("allreduce", 0, 8, "/app/train.py:21").log();
+  auto c = runRule(hungCollective, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.rank, 0);
+  EXPECT_EQ(c->cause.blame, Blame::kRank);
+  EXPECT_EQ(c->cause.missing_ranks, (std::vector<int>{1}));
+  ASSERT_TRUE(c->cause.location);
+  EXPECT_EQ(c->cause.location->line, 24);
+  ASSERT_EQ(c->cause.sides.size(), 2u);
+  EXPECT_EQ(c->cause.sides[0].op, "barrier");
+  EXPECT_EQ(c->cause.sides[1].op, "");  // the missing side made no call
+}
+
+TEST(RootCauseRules, HangWithoutMajorityNeedsEvidence) {
+  // Rank 0 waits in a call no rank made before; rank 1 exited cleanly: either may be wrong.
+  RunInput in;
+  addRank(in, 0, 1).events = History(0)
+                                 .collectiveAt("allreduce", 0, 8, "/app/train.py:21")
+                                 .collectiveAt("allgather", 1, 4, "/app/eval.py:9", "", false)
+                                 .log();
+  in.ranks[0].errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer"));
+  addRank(in, 1, 0).events = History(1).collectiveAt("allreduce", 0, 8, "/app/train.py:21").log();
+  auto c = runRule(hungCollective, in);
+  ASSERT_TRUE(c);
+  EXPECT_FALSE(c->cause.rank);
+  EXPECT_EQ(c->cause.blame, Blame::kAmbiguous);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{0, 1}));
+  // The pattern: every rank made the waiters' call before, so the missing one broke it.
+  RunInput kept;
+  hangTrigger(kept);
+  tornDown(kept, 0).events = History(0)
+                                 .collectiveAt("allreduce", 0, 8, "/app/train.py:21")
+                                 .collectiveAt("allreduce", 1, 8, "/app/train.py:21", "", false)
+                                 .log();
+  tornDown(kept, 1).events = History(1).collectiveAt("allreduce", 0, 8, "/app/train.py:21").log();
+  auto k = runRule(hungCollective, kept);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->cause.rank, 1);
+  EXPECT_EQ(k->cause.blame, Blame::kRank);
+  // No history, but the missing rank's stack dump shows it busy elsewhere: the laggard.
+  RunInput lag;
+  hangTrigger(lag);
+  tornDown(lag, 0).events = History(0).collectiveAt("allreduce", 0, 8, "/app/train.py:21", "", false).log();
+  RankInput& slow = tornDown(lag, 1);
+  slow.events = History(1).ev("start").log();
+  slow.stacks = {StackThread{"Current thread", true, {PyFrame{"/app/data.py", 77, "decode", ""}}}};
+  auto l = runRule(hungCollective, lag);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(l->cause.rank, 1);
+  EXPECT_NE(l->cause.summary.find("elsewhere"), std::string::npos) << l->cause.summary;
+  // ... unless it too stands in torch.distributed.
+  slow.stacks[0].frames.insert(slow.stacks[0].frames.begin(),
+                               PyFrame{"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 9,
+                                       "barrier", ""});
+  auto both = runRule(hungCollective, lag);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->cause.blame, Blame::kAmbiguous);
+}
+
 TEST(RootCauseRules, EarliestPrimaryByNanosecondsNeverCollateral) {
   RunInput in;
   // Rank 0's peer error is first; rank 2's segfault is the earliest primary.
@@ -141,6 +356,306 @@ TEST(RootCauseRules, EarliestPrimaryByNanosecondsNeverCollateral) {
   RunInput only;
   addRank(only, 0, 1).errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer"));
   EXPECT_FALSE(runRule(earliestPrimary, only));
+}
+
+// Multi-node (docs/MULTINODE.md): ranks 0-1 on n1, 2-3 on n2; times in ns since 0.
+RunInput twoNodes() {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.start_ns = 1;
+  in.supervisor = rec;
+  for (int r = 0; r < 4; ++r) {
+    RankInput& ri = in.ranks[r];
+    ri.rank = r;
+    ri.started = true;
+    ri.node = r < 2 ? "n1" : "n2";
+    ri.host = r < 2 ? "h1" : "h2";
+  }
+  in.world_size = 4;
+  for (const char* n : {"n1", "n2"}) {
+    NodeInput& node = in.nodes[n];
+    node.name = n;
+    AgentRecord a;
+    a.pid = n[1] == '1' ? 100 : 200;
+    a.exit_code = 1;
+    node.agents.push_back(a);
+  }
+  return in;
+}
+
+void peerErrors(RunInput& in, int64_t t) {
+  for (int r : {0, 1}) {
+    RankInput& ri = in.ranks[r];
+    ri.exit_known = true;
+    ri.exit_code = 1;
+    ri.exit_ns = t + r;
+    ri.errors.push_back(collateralOf(CollateralKind::kPeerClosed, "[gloo/transport/tcp/pair.cc:598] Connection closed by peer"));
+  }
+}
+
+TEST(RootCauseRules, NodeLostWhenEveryProcessOfANodeIsKilledAtOnce) {
+  RunInput in = twoNodes();
+  for (int r : {2, 3}) {
+    in.ranks[r].exit_known = true;
+    in.ranks[r].signal = "SIGKILL";
+    in.ranks[r].exit_ns = 4'200'000'001 + r * 1'000'000;
+  }
+  peerErrors(in, 4'300'000'000);
+  auto c = runRule(nodeLost, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kNodeLost);
+  EXPECT_EQ(c->cause.node, "n2");
+  EXPECT_EQ(c->cause.blame, Blame::kNode);
+  EXPECT_FALSE(c->cause.rank);
+  EXPECT_EQ(c->lost_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(c->cause.summary, "node n2 lost at t=4.2 s (every process of it killed at once): its ranks 2-3 lost");
+  // The roles: n2's ranks lost, the others collateral with their evidence.
+  const Analysis a = analyse(in);
+  const auto roles = assignRoles(a, c);
+  EXPECT_EQ(roles[0].role, RankRole::kCollateral);
+  EXPECT_NE(roles[0].diagnosis.find("Connection closed by peer"), std::string::npos);
+  EXPECT_EQ(roles[2].role, RankRole::kLost);
+  EXPECT_EQ(roles[3].role, RankRole::kLost);
+  EXPECT_NE(roles[2].diagnosis.find("lost with node n2"), std::string::npos);
+  // The chosen rule, too (before earliest_primary's "possible OOM kill").
+  auto chosen = chooseRootCause(a);
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->cause.kind, Kind::kNodeLost);
+}
+
+TEST(RootCauseRules, NodeLostPassesWhenOneRankOfANodeDiesOrEveryNodeDoes) {
+  // One rank of n2 SIGKILLed, its sibling failing after it: a rank's fault.
+  RunInput one = twoNodes();
+  one.ranks[2].exit_known = true;
+  one.ranks[2].signal = "SIGKILL";
+  one.ranks[2].exit_ns = 1'000;
+  one.ranks[3].exit_known = true;
+  one.ranks[3].exit_code = 1;
+  one.ranks[3].exit_ns = 2'000;
+  one.ranks[3].errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection reset by peer"));
+  EXPECT_FALSE(runRule(nodeLost, one));
+  // Every process of every node killed at once: the whole job's end, no node to name.
+  RunInput all = twoNodes();
+  for (int r = 0; r < 4; ++r) {
+    all.ranks[r].exit_known = true;
+    all.ranks[r].signal = "SIGKILL";
+    all.ranks[r].exit_ns = 1'000 + r;
+  }
+  EXPECT_FALSE(runRule(nodeLost, all));
+  // A single-node run never has a lost node.
+  RunInput single;
+  addRank(single, 0, std::nullopt, std::string("SIGKILL"), 1'000);
+  addRank(single, 1, std::nullopt, std::string("SIGKILL"), 1'001);
+  EXPECT_FALSE(runRule(nodeLost, single));
+  // A primary failure on n1 before n2 went: that one started it.
+  RunInput first = twoNodes();
+  first.ranks[0].exit_known = true;
+  first.ranks[0].exit_code = 1;
+  first.ranks[0].exit_ns = 500;
+  first.ranks[0].errors.push_back(pyError("ValueError", "bad batch"));
+  for (int r : {2, 3}) {
+    first.ranks[r].exit_known = true;
+    first.ranks[r].signal = "SIGKILL";
+    first.ranks[r].exit_ns = 1'000 + r;
+  }
+  EXPECT_FALSE(runRule(nodeLost, first));
+}
+
+TEST(RootCauseRules, NodeLostFromTheSupervisorsFaultOrAVanishedAgent) {
+  RunInput in = twoNodes();
+  NodeEvent f;
+  f.event = "fault";
+  f.kind = "node_loss";
+  f.t_ns = 3'000'000'001;
+  in.nodes["n2"].faults.push_back(f);
+  for (int r : {2, 3}) {
+    in.ranks[r].exit_known = true;
+    in.ranks[r].signal = "SIGKILL";
+    in.ranks[r].exit_ns = 3'100'000'000 + r * 600'000'000;  // reaped over more than a second
+  }
+  peerErrors(in, 3'500'000'000);
+  auto c = runRule(nodeLost, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.node, "n2");
+  EXPECT_EQ(c->node_t_ns, 3'000'000'001);
+  EXPECT_NE(c->cause.summary.find("node n2 lost at t=3.0 s (the supervisor's node_loss fault"), std::string::npos);
+  // No fault, no exit known: n2's agent never wrote agent_exit while n1's did.
+  RunInput gone = twoNodes();
+  gone.nodes["n2"].agents[0].exit_code.reset();
+  gone.nodes["n2"].agents[0].last_ns = 2'000'000'001;
+  peerErrors(gone, 2'500'000'000);
+  auto g = runRule(nodeLost, gone);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->cause.summary, "node n2 lost at t=2.0 s (its agent and every process of it vanished; its last sign of life): its ranks 2-3 lost");
+  // The agent gone but a rank of it failed by its own error: not lost whole.
+  RunInput own = gone;
+  own.ranks[2].exit_known = true;
+  own.ranks[2].exit_code = 1;
+  own.ranks[2].errors.push_back(pyError("ValueError", "bad batch"));
+  EXPECT_FALSE(runRule(nodeLost, own));
+}
+
+// Two nodes whose launchers never started a rank (torchrun's static
+// rendezvous waits for every node first).
+RunInput twoNodesBeforeRendezvous() {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.start_ns = 1;
+  in.supervisor = rec;
+  in.world_size = 4;
+  in.launcher_exit_code = 1;
+  in.launcher = LauncherLog{};
+  PyTraceback w;
+  w.type = "torch.distributed.DistStoreError";
+  w.message = "Timed out after 16 seconds waiting for clients. 1/2 clients joined.";
+  in.launcher->wrapper = w;
+  for (const char* n : {"n1", "n2"}) {
+    NodeInput& node = in.nodes[n];
+    node.name = n;
+    AgentRecord a;
+    a.pid = n[1] == '1' ? 100 : 200;
+    node.agents.push_back(a);
+  }
+  return in;
+}
+
+TEST(RootCauseRules, NodeLauncherLostBeforeItsRanksStartedIsBlamedOnItsNode) {
+  RunInput in = twoNodesBeforeRendezvous();
+  in.nodes["n2"].child_signal = "SIGKILL";
+  in.nodes["n2"].child_exit_ns = 50'000'001;
+  NodeEvent f;
+  f.event = "fault";
+  f.kind = "agent_kill";
+  f.t_ns = 49'000'001;
+  in.nodes["n2"].faults.push_back(f);
+  in.nodes["n1"].child_exit_code = 1;
+  in.nodes["n1"].child_exit_ns = 16'050'000'001;
+  auto c = runRule(nodeLauncherLost, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kLauncherError);
+  EXPECT_EQ(c->cause.node, "n2");
+  EXPECT_EQ(c->cause.blame, Blame::kNode);
+  EXPECT_FALSE(c->cause.rank);
+  EXPECT_EQ(c->cause.exception_type, "torch.distributed.DistStoreError");
+  EXPECT_EQ(c->cause.summary,
+            "node n2's launcher killed by SIGKILL at t=0.1 s (the supervisor's agent_kill fault), before any rank of "
+            "it started; the others' launcher then failed: torch.distributed.DistStoreError: Timed out after 16 "
+            "seconds waiting for clients. 1/2 clients joined.");
+  // Chosen before launcher_failed_first, which would name no node.
+  auto chosen = chooseRootCause(analyse(in));
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->cause.node, "n2");
+  // The other node's launcher never gave up: faultline's teardown at the deadline ended it.
+  RunInput waited = in;
+  waited.launcher->wrapper.reset();
+  waited.launcher_exit_code.reset();
+  waited.launcher_signal = "SIGTERM";
+  waited.supervisor->teardown.started_ns = 60'000'000'001;
+  waited.supervisor->trigger.detail = "deadline of 60 s reached";
+  auto w = runRule(nodeLauncherLost, waited);
+  ASSERT_TRUE(w);
+  EXPECT_NE(w->cause.summary.find("before any rank of it started; the other nodes' launcher waited for it until "
+                                  "faultline's teardown (deadline of 60 s reached)"),
+            std::string::npos)
+      << w->cause.summary;
+  // Without the fault the agent's own record of its child's signal says it.
+  RunInput bare = twoNodesBeforeRendezvous();
+  bare.nodes["n2"].child_signal = "SIGKILL";
+  bare.nodes["n2"].child_exit_ns = 50'000'001;
+  auto b = runRule(nodeLauncherLost, bare);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->cause.summary.find("node n2's launcher killed by SIGKILL at t=0.1 s, before any rank"), 0u)
+      << b->cause.summary;
+}
+
+TEST(RootCauseRules, NodeLauncherLostPassesWhenAnotherLauncherEndedFirstOrRanksRan) {
+  // n1's launcher failed first; n2's was killed after it (the teardown): n1 started it.
+  RunInput later = twoNodesBeforeRendezvous();
+  later.nodes["n1"].child_exit_code = 1;
+  later.nodes["n1"].child_exit_ns = 1'000'000'001;
+  later.nodes["n2"].child_signal = "SIGTERM";
+  later.nodes["n2"].child_exit_ns = 1'200'000'001;
+  EXPECT_FALSE(runRule(nodeLauncherLost, later));
+  // Ranks of n2 had started: not a launcher lost before its ranks.
+  RunInput ran = twoNodes();
+  ran.nodes["n2"].child_signal = "SIGKILL";
+  ran.nodes["n2"].child_exit_ns = 50'000'001;
+  EXPECT_FALSE(runRule(nodeLauncherLost, ran));
+  // Both launchers stopped by the teardown (a run that hung in rendezvous): no node lost.
+  RunInput stopped = twoNodesBeforeRendezvous();
+  stopped.supervisor->teardown.started_ns = 20'000'000'001;
+  for (const char* n : {"n1", "n2"}) {
+    stopped.nodes[n].child_signal = "SIGTERM";
+    stopped.nodes[n].child_exit_ns = 20'100'000'001;
+  }
+  EXPECT_FALSE(runRule(nodeLauncherLost, stopped));
+  // One node: no node to blame.
+  RunInput one = twoNodesBeforeRendezvous();
+  one.nodes.erase("n1");
+  one.nodes["n2"].child_signal = "SIGKILL";
+  EXPECT_FALSE(runRule(nodeLauncherLost, one));
+}
+
+TEST(RootCauseRules, NetworkPartitionWhenANodesLinkWentDown) {
+  RunInput in = twoNodes();
+  in.nodes["n2"].link_down_ns = 3'100'000'001;
+  in.nodes["n2"].link_down_ifname = "fl-n2";
+  peerErrors(in, 13'100'000'000);
+  for (int r : {2, 3}) {
+    in.ranks[r].exit_known = true;
+    in.ranks[r].exit_code = 1;
+    in.ranks[r].exit_ns = 13'100'000'000;
+    in.ranks[r].errors.push_back(collateralOf(CollateralKind::kCollectiveTimeout, "Timed out waiting 10000ms for recv"));
+  }
+  auto c = runRule(networkPartition, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kNetworkPartition);
+  EXPECT_EQ(c->cause.node, "n2");
+  EXPECT_EQ(c->cause.summary, "node n2 unreachable from t=3.1 s (link fl-n2 down): its ranks 2-3 lost");
+  const auto roles = assignRoles(analyse(in), c);
+  EXPECT_EQ(roles[2].role, RankRole::kLost);
+  EXPECT_EQ(roles[1].role, RankRole::kCollateral);
+  // The supervisor's partition fault alone says it too.
+  RunInput fault = twoNodes();
+  NodeEvent f;
+  f.event = "fault";
+  f.kind = "partition";
+  f.t_ns = 2'000'000'001;
+  fault.nodes["n2"].faults.push_back(f);
+  peerErrors(fault, 12'000'000'000);
+  auto p = runRule(networkPartition, fault);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->cause.summary.find("from t=2.0 s (the supervisor's partition fault cut its link)"), std::string::npos);
+  // No link down: nothing to say; a clean run with a flap: nothing failed.
+  RunInput none = twoNodes();
+  peerErrors(none, 1'000);
+  EXPECT_FALSE(runRule(networkPartition, none));
+  RunInput flap = twoNodes();
+  flap.nodes["n2"].link_down_ns = 1'000;
+  EXPECT_FALSE(runRule(networkPartition, flap));
+}
+
+TEST(RootCauseRules, ARanksFaultOnANodeNamesTheNode) {
+  RunInput in = twoNodes();
+  in.ranks[3].exit_known = true;
+  in.ranks[3].signal = "SIGSEGV";
+  in.ranks[3].exit_ns = 1'000;
+  peerErrors(in, 2'000);
+  auto c = chooseRootCause(analyse(in));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kSignal);
+  EXPECT_EQ(c->cause.rank, 3);
+  EXPECT_EQ(c->cause.node, "n2");
+  EXPECT_EQ(c->cause.summary, "rank 3 on n2: killed by SIGSEGV");
+  // nodes[]: both nodes, none lost.
+  const auto nodes = nodeReports(in, c);
+  ASSERT_EQ(nodes.size(), 2u);
+  EXPECT_EQ(nodes[1].name, "n2");
+  EXPECT_EQ(nodes[1].ranks, (std::vector<int>{2, 3}));
+  EXPECT_FALSE(nodes[1].lost);
+  EXPECT_EQ(nodes[1].agent_exit_code, 1);
+  EXPECT_EQ(rankRangeText({0, 1, 2, 5, 7, 8}), "ranks 0-2, 5, 7-8");
+  EXPECT_EQ(rankRangeText({3}), "rank 3");
 }
 
 TEST(RootCauseRules, HungCollective) {

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/model/report.h"
+#include "reports/finding_fixes.h"
 
 namespace faultline {
 namespace {
@@ -78,7 +79,7 @@ TEST(Contract, EverySubcommandOptionIsInSectionOne) {
   const std::string s1 = section(1);
   ASSERT_FALSE(s1.empty()) << "docs/CONTRACT.md has no section 1";
   const std::regex option(R"((?:^|[\s,])(--[a-z][a-z-]+))");
-  for (const char* sub : {"exec", "run", "suite", "list", "stacks", "explain", "report"}) {
+  for (const char* sub : {"exec", "run", "suite", "list", "stacks", "explain", "report", "agent"}) {
     const std::string help = helpOf(sub);
     ASSERT_NE(help.find("Usage"), std::string::npos) << sub << " --help printed:\n" << help;
     EXPECT_TRUE(mentions(s1, std::string("faultline ") + sub)) << "the synopsis lacks `faultline " << sub << "`";
@@ -140,6 +141,8 @@ TEST(Contract, EveryReportFieldIsInSectionFour) {
   rc.exception_type = "T";
   rc.message = "m";
   rc.location = Location{"f.py", 1};
+  rc.native_location = Location{"x.cpp", 2};
+  rc.native_function = "fn";
   rc.symbol = "s";
   rc.signal = "SIGSEGV";
   rc.exit_code = 1;
@@ -147,12 +150,16 @@ TEST(Contract, EveryReportFieldIsInSectionFour) {
   rc.waiting_ranks = {0};
   rc.missing_ranks = {1};
   rc.layers = {{"error", "e"}};
+  rc.node = "n2";
   r.root_cause = rc;
   RankReport rank;
   rank.pid = 1;
   rank.exit_code = 0;
   rank.signal = "SIGKILL";
+  rank.node = "n2";
+  rank.host = "h2";
   r.ranks = {rank};
+  r.nodes = {NodeReport{"n2", "h2", {1}, true, 5, {Survivor{1, "x"}}, 0}};
   r.findings = {Finding{}};
   r.teardown.survivors = {Survivor{1, "x"}};
   r.teardown.leaks = {"l"};
@@ -198,6 +205,43 @@ TEST(Contract, EveryVerdictRoleKindAndEscalationHasItsRow) {
   for (const auto& n : closedSet<Escalation>(escalationName, escalationFromName)) {
     EXPECT_TRUE(mentions(s4, "\"" + n + "\"")) << "escalation " << n << " is not in section 4";
   }
+}
+
+// Every kind section 4 calls a finding has its fix (reports/finding_fixes.cc),
+// shown beside its evidence in report.md and report.html, and docs/USING.md
+// lists it in its reference of report values.
+TEST(Contract, EveryFindingKindHasAFixAndIsInUsing) {
+  const std::string s4 = section(4);
+  const std::string using_md = slurpFile(fs::path(FL_SOURCE_DIR) / "docs/USING.md");
+  const std::regex finding_row(R"re(\| `([a-z_]+)`(?: \*\(added\)\*)? \| finding \|)re");
+  int findings = 0;
+  for (std::sregex_iterator it(s4.begin(), s4.end(), finding_row), end; it != end; ++it) {
+    const std::string name = (*it)[1].str();
+    ++findings;
+    const auto k = kindFromName(name);
+    ASSERT_TRUE(k) << name;
+    EXPECT_FALSE(reports::findingFix(*k).empty()) << "finding " << name << " has no fix in reports/finding_fixes.cc";
+    EXPECT_TRUE(mentions(using_md, "| `" + name + "` |")) << "finding " << name << " is not in docs/USING.md";
+  }
+  EXPECT_GE(findings, 7);
+}
+
+// docs/USING.md's reference of report values: a row, with what to do, for
+// every role and every root-cause kind (every kind section 4 does not call a finding).
+TEST(Contract, EveryRoleAndRootCauseKindIsInUsing) {
+  const std::string using_md = slurpFile(fs::path(FL_SOURCE_DIR) / "docs/USING.md");
+  const std::string s4 = section(4);
+  for (const auto& n : closedSet<RankRole>(roleName, roleFromName)) {
+    EXPECT_TRUE(mentions(using_md, "| `" + n + "` |")) << "role " << n << " has no row in docs/USING.md";
+  }
+  int kinds = 0;
+  for (const auto& n : closedSet<Kind>(kindName, kindFromName)) {
+    const std::regex finding("\\| `" + n + "`(?: \\*\\(added\\)\\*)? \\| finding \\|");
+    if (std::regex_search(s4, finding)) continue;
+    ++kinds;
+    EXPECT_TRUE(mentions(using_md, "| `" + n + "` |")) << "root-cause kind " << n << " has no row in docs/USING.md";
+  }
+  EXPECT_GE(kinds, 15);
 }
 
 TEST(Contract, EveryScenarioKeyIsInSectionFive) {

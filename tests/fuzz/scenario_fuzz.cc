@@ -88,28 +88,50 @@ std::string toTomlText(const sc::Scenario& s) {
   stack.insert_or_assign("args", toToml(s.stack.args));
   if (s.stack.launcher_args) stack.insert_or_assign("launcher_args", toToml(*s.stack.launcher_args));
   stack.insert_or_assign("world_size", s.stack.world_size);
+  stack.insert_or_assign("nodes", s.stack.nodes);
+  stack.insert_or_assign("gpus", s.stack.gpus);
   stack.insert_or_assign("stacks", toToml(s.stack.stacks));
+  if (!s.stack.torch.empty()) stack.insert_or_assign("torch", s.stack.torch);
+  stack.insert_or_assign("instrument", s.stack.instrument);
   root.insert_or_assign("stack", std::move(stack));
   if (s.fault) {
+    const sc::Fault& f = *s.fault;
     toml::table fault;
-    if (!s.fault->kind.empty()) {  // rank, step and arg belong to a kind
-      fault.insert_or_assign("kind", s.fault->kind);
-      if (s.fault->ranks.size() == 1) {
-        fault.insert_or_assign("rank", s.fault->ranks.front());
-      } else if (!s.fault->ranks.empty()) {
+    if (!f.kind.empty()) {  // rank (or node), the point, arg and by belong to a kind
+      fault.insert_or_assign("kind", f.kind);
+      if (!f.node.empty()) {  // the node's ranks follow from it
+        fault.insert_or_assign("node", f.node);
+      } else if (f.ranks.size() == 1) {
+        fault.insert_or_assign("rank", f.ranks.front());
+      } else if (!f.ranks.empty()) {
         toml::array ranks;
-        for (int r : s.fault->ranks) ranks.push_back(r);
+        for (int r : f.ranks) ranks.push_back(r);
         fault.insert_or_assign("rank", std::move(ranks));
       }
-      fault.insert_or_assign("step", static_cast<int64_t>(s.fault->step));
-      fault.insert_or_assign("arg", s.fault->arg);
+      if (f.collective) {
+        fault.insert_or_assign("collective", static_cast<int64_t>(*f.collective));
+      } else if (!f.op.empty()) {
+        fault.insert_or_assign("op", f.op);
+        fault.insert_or_assign("nth", static_cast<int64_t>(f.nth));
+      } else if (f.after_s) {
+        fault.insert_or_assign("after_s", *f.after_s);
+      } else if (f.rendezvous) {
+        fault.insert_or_assign("point", "rendezvous");
+      } else {
+        fault.insert_or_assign("step", static_cast<int64_t>(f.step));
+      }
+      fault.insert_or_assign("arg", f.arg);
+      fault.insert_or_assign("by", f.by);
     }
-    if (!s.fault->inject.empty()) fault.insert_or_assign("inject", s.fault->inject);
+    if (!f.inject.empty()) fault.insert_or_assign("inject", f.inject);
     root.insert_or_assign("fault", std::move(fault));
   }
   root.insert_or_assign("limits", toml::table{{"hang_timeout_s", s.limits.hang_timeout_s},
                                               {"deadline_s", s.limits.deadline_s},
-                                              {"grace_s", s.limits.grace_s}});
+                                              {"grace_s", s.limits.grace_s},
+                                              {"hang_factor", s.limits.hang_factor},
+                                              {"hang_floor_s", s.limits.hang_floor_s}});
+  if (!s.library_paths.empty()) root.insert_or_assign("diagnose", toml::table{{"library_paths", toToml(s.library_paths)}});
   toml::table expect;
   for (const sc::Expect& e : s.expect) {
     putValue(e.asWritten(), [&](auto&& v) { expect.insert_or_assign(e.path, std::move(v)); });
@@ -135,11 +157,19 @@ json summary(const sc::Scenario& s) {
           {"args", s.stack.args},
           {"launcher_args", s.stack.launcher_args ? json(*s.stack.launcher_args) : json()},
           {"world_size", s.stack.world_size},
+          {"nodes", s.stack.nodes},
+          {"gpus", s.stack.gpus},
           {"stacks", s.stack.stacks},
-          {"fault", s.fault ? json{s.fault->kind, s.fault->ranks, s.fault->step, s.fault->arg,
-                                   s.fault->inject}
+          {"torch", s.stack.torch},
+          {"instrument", s.stack.instrument},
+          {"fault", s.fault ? json{s.fault->kind, s.fault->ranks, s.fault->step, s.fault->arg, s.fault->inject,
+                                   s.fault->collective ? json(*s.fault->collective) : json(), s.fault->op,
+                                   s.fault->nth, s.fault->after_s ? json(*s.fault->after_s) : json(), s.fault->by,
+                                   s.fault->node, s.fault->rendezvous}
                             : json()},
-          {"limits", {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s}},
+          {"limits", {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s, s.limits.hang_factor,
+                      s.limits.hang_floor_s}},
+          {"library_paths", s.library_paths},
           {"expect", expect}};
 }
 

@@ -89,6 +89,19 @@ TEST(Judge, Matchers) {
   EXPECT_TRUE(judgeOne(ex("root_cause.location", MatchOp::kNull, false), kReport).ok);
 }
 
+TEST(Judge, ContainsARegexMatchesAnElement) {
+  using scenario::MatchOp;
+  const json report = json::parse(R"J({"root_cause": {"layers": [{"layer": "process", "text": "rank 1 exited with code 1"},
+      {"layer": "error", "text": "RuntimeError: config has no 'warmup' (/w/onion.py:102)"}, {"layer": "error", "text": "KeyError: 'warmup'"}]}})J");
+  EXPECT_TRUE(judgeOne(ex("root_cause.layers.text", MatchOp::kContains, "~^RuntimeError: .*onion\\.py:102\\)$"), report).ok);
+  EXPECT_FALSE(judgeOne(ex("root_cause.layers.text", MatchOp::kContains, "~^ValueError"), report).ok);
+  // Without "~" it is still an element equal to the value.
+  EXPECT_FALSE(judgeOne(ex("root_cause.layers.text", MatchOp::kContains, "KeyError"), report).ok);
+  EXPECT_TRUE(judgeOne(ex("root_cause.layers.text", MatchOp::kContains, "KeyError: 'warmup'"), report).ok);
+  // On a string: a match anywhere.
+  EXPECT_TRUE(judgeOne(ex("root_cause.summary", MatchOp::kContains, "~NameError.*42"), kReport).ok);
+}
+
 TEST(Judge, RecordsExpectedAndActual) {
   auto e = judgeOne(ex("teardown.duration_ms", scenario::MatchOp::kMax, 400), kReport);
   EXPECT_EQ(e.what, "teardown.duration_ms");

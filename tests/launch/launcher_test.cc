@@ -23,7 +23,7 @@ TEST(LauncherRegistry, EveryStackNameHasItsLauncherAndNoOtherIsRegistered) {
     EXPECT_EQ(all[i]->name(), names[i].name);
     EXPECT_EQ(launcherNamed(names[i].name), all[i]);
   }
-  EXPECT_EQ(launcherNamed("slurm"), nullptr);
+  EXPECT_EQ(launcherNamed("mpirun"), nullptr);
 }
 
 TEST(LauncherRegistry, WhatTheSupervisorAsksEachLauncher) {
@@ -121,18 +121,21 @@ TEST(LauncherOffers, AvailableStacksComeFromTheLaunchers) {
   const auto stacks = availableStacks(t.torches, /*check=*/false);
   std::vector<std::string> names;
   for (const auto& a : stacks) names.push_back(a.name);
-  EXPECT_EQ(names, (Strings{"builtin@2.13", "torchrun@2.13", "launch@2.13", "spawn@2.13", "builtin@1.13", "torchrun@1.13",
-                            "launch@1.13", "spawn@1.13", "builtin", "torchrun", "launch", "spawn", "external"}));
+  EXPECT_EQ(names, (Strings{"builtin@2.13", "torchrun@2.13", "torchrun-multinode@2.13", "launch@2.13", "spawn@2.13",
+                            "slurm@2.13", "builtin@1.13", "torchrun@1.13", "torchrun-multinode@1.13", "launch@1.13",
+                            "spawn@1.13", "slurm@1.13", "builtin", "torchrun", "torchrun-multinode", "launch", "spawn",
+                            "slurm", "external"}));
   EXPECT_EQ(stacks[0].program, "faultline's launcher; Python trainers on /opt/t2/bin/python; reference trainer /b/faultline-trainer-torch2.13");
   EXPECT_EQ(stacks[1].program, "/opt/t2/bin/torchrun");
-  EXPECT_EQ(stacks[2].problem, "torch 2.13.0+cpu no longer ships torch.distributed.launch");
-  EXPECT_EQ(stacks[3].program, "/opt/t2/bin/python (torch.multiprocessing.spawn)");
-  EXPECT_EQ(stacks[4].problem, "Python trainers only: no reference trainer built against torch 1.13 (faultline-trainer-torch1.13)");
-  EXPECT_EQ(stacks[6].program, "/usr/bin/python3 -m torch.distributed.launch");
-  EXPECT_TRUE(stacks[6].problem.empty());
-  EXPECT_EQ(stacks[8].problem, "cannot run /opt/bad/bin/python");
-  EXPECT_EQ(stacks[12].program, "the scenario's own command");
-  EXPECT_TRUE(stacks[12].torch.empty());
+  EXPECT_EQ(stacks[2].program, "/opt/t2/bin/torchrun");  // torchrun-multinode: the same torchrun, one per node
+  EXPECT_EQ(stacks[3].problem, "torch 2.13.0+cpu no longer ships torch.distributed.launch");
+  EXPECT_EQ(stacks[4].program, "/opt/t2/bin/python (torch.multiprocessing.spawn)");
+  EXPECT_EQ(stacks[6].problem, "Python trainers only: no reference trainer built against torch 1.13 (faultline-trainer-torch1.13)");
+  EXPECT_EQ(stacks[9].program, "/usr/bin/python3 -m torch.distributed.launch");
+  EXPECT_TRUE(stacks[9].problem.empty());
+  EXPECT_EQ(stacks[12].problem, "cannot run /opt/bad/bin/python");
+  EXPECT_EQ(stacks[18].program, "the scenario's own command");
+  EXPECT_TRUE(stacks[18].torch.empty());
 }
 
 }  // namespace

@@ -20,6 +20,10 @@ Report sampleReport() {
   rc.missing_ranks = {1};
   rc.location = Location{"train.py", 42};
   rc.layers = {{"launcher", "ChildFailedError"}, {"process", "rank 1 killed by SIGTERM"}};
+  rc.blame = Blame::kRank;
+  rc.ranks = {1};
+  rc.sides = {CollectiveSide{{1}, "", std::nullopt, "", {}, ""},
+              CollectiveSide{{0, 2, 3}, "allreduce", 10, "/app/t.py:9", {"/app/t.py:30"}, "/app/t.py:8: if rank == 0"}};
   r.root_cause = rc;
   r.ranks.push_back({0, 100, std::nullopt, std::string("SIGTERM"), RankRole::kKilledByTeardown, "waited", "tail"});
   r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms"});
@@ -41,6 +45,28 @@ TEST(Report, RoundTripKeepsEveryField) {
   auto back = reportFromJson(j);
   ASSERT_TRUE(back.has_value()) << back.error().str();
   EXPECT_EQ(toJson(*back), j);
+}
+
+TEST(Report, BlameOfAReportWrittenBeforeItReadsFromItsRank) {
+  auto j = toJson(sampleReport());
+  j["root_cause"].erase("blame");
+  j["root_cause"].erase("ranks");
+  j["root_cause"].erase("sides");
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value()) << back.error().str();
+  EXPECT_EQ(back->root_cause->blame, Blame::kRank);
+  EXPECT_EQ(back->root_cause->ranks, (std::vector<int>{1}));
+  EXPECT_TRUE(back->root_cause->sides.empty());
+  j["root_cause"]["rank"] = nullptr;
+  back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->root_cause->blame, Blame::kNone);
+  j["root_cause"]["blame"] = "maybe";
+  back = reportFromJson(j);
+  ASSERT_FALSE(back.has_value());
+  EXPECT_NE(back.error().str().find("root_cause.blame"), std::string::npos) << back.error().str();
+  EXPECT_EQ(blameFromName("all_ranks"), Blame::kAllRanks);
+  EXPECT_EQ(blameName(Blame::kAmbiguous), "ambiguous");
 }
 
 TEST(Report, NullRootCauseAndEmptyFindings) {

@@ -112,6 +112,29 @@ TEST(Probe, WritesEveryContractEvent) {
 // A surrogate, an overlong form and a truncated sequence have the bit
 // patterns of UTF-8 sequences; the probe checks code points, so each line
 // still parses as strict UTF-8 JSON (readEvents throws otherwise).
+TEST(Probe, CollectiveCallSiteAndJoiningTheGroup) {
+  const fs::path dir = freshDir("site");
+  const fs::path file = dir / "events.jsonl";
+  const int status = inChild(file, "1", [] {
+    fl_probe_pg_init_begin("gloo");
+    fl_probe_pg_init_begin(nullptr);
+    fl_probe_collective_begin_at("barrier", 3, 0, "none", "trainer.cc:328");
+    fl_probe_collective_begin_at("barrier", 4, 0, "none", "");
+    fl_probe_collective_begin("barrier", 5, 0, "none");
+  });
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto ev = readEvents(file);
+  ASSERT_EQ(ev.size(), 5u);
+  EXPECT_EQ(ev[0]["ev"], "pg_init_begin");
+  EXPECT_EQ(ev[0]["backend"], "gloo");
+  EXPECT_FALSE(ev[1].contains("backend"));
+  EXPECT_EQ(ev[2]["site"], "trainer.cc:328");
+  EXPECT_EQ(ev[2]["seq"], 3);
+  EXPECT_FALSE(ev[3].contains("site"));  // "" and the old call write none
+  EXPECT_FALSE(ev[4].contains("site"));
+  fs::remove_all(dir);
+}
+
 TEST(Probe, IllFormedUtf8InAStringBecomesReplacementCharacters) {
   auto dir = freshDir("utf8");
   auto events = dir / "events.jsonl";

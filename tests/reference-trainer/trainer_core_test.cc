@@ -138,7 +138,7 @@ TEST(FaultSpec, BadInputSaysWhatWasExpected) {
   EXPECT_EQ(parseFaultSpec("segfault:rank=-1").error(), "bad fault rank '-1', expected a rank >= 0, ranks such as 0,2, or 'all'");
   EXPECT_EQ(parseFaultSpec("segfault:step=0").error(), "bad fault step '0', expected an integer >= 1");
   EXPECT_EQ(parseFaultSpec("segfault:step=x").error(), "bad fault step 'x', expected an integer >= 1");
-  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, step, collective, op, nth, after, arg or by");
+  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, node, step, collective, op, nth, after, point, arg or by");
   EXPECT_EQ(parseFaultSpec("segfault:3").error(), "bad fault option '3', expected key=value (rank, step, arg)");
   EXPECT_EQ(parseFaultSpec("").error().substr(0, 24), "unknown fault kind '', e");
 }
@@ -172,6 +172,14 @@ TEST(Options, FaultFromEnvironmentUnlessOnCommandLine) {
   EXPECT_EQ(parseOptions({}, "abort:rank=1:step=4")->fault.kind, FaultKind::kAbort);
   EXPECT_EQ(parseOptions({"--fault", "segfault"}, "abort:rank=1")->fault.kind, FaultKind::kSegfault);
   EXPECT_EQ(parseOptions({}, "bogus").error().substr(0, 37), "FAULTLINE_FAULT: unknown fault kind '");
+}
+
+TEST(Options, NoProbeIsAFlagWithoutValue) {
+  EXPECT_FALSE(parseOptions({})->no_probe);
+  auto o = parseOptions({"--no-probe", "--steps", "3"});
+  ASSERT_TRUE(o) << o.error();
+  EXPECT_TRUE(o->no_probe);
+  EXPECT_EQ(o->steps, 3);
 }
 
 TEST(Options, BadInput) {

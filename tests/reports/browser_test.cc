@@ -97,21 +97,68 @@ TEST_F(Browser, RunReportShowsRootCauseAndOneLanePerRank) {
     ++lanes;
   }
   EXPECT_EQ(lanes, world);
-  // A screenshot, for people.
-  const fs::path png = dir_ / "hung-collective.png";
-  const std::string cmd = chromium(dir_ / "profile") + " --window-size=1280,1000 --screenshot=" + png.string() +
-                          " file://" + (run / "report.html").string() + " > /dev/null 2>&1";
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  ASSERT_TRUE(fs::exists(png));
-  EXPECT_GT(fs::file_size(png), 10'000u);
-  if (const char* keep = std::getenv("FAULTLINE_SCREENSHOT_DIR")) fs::copy_file(png, fs::path(keep) / png.filename(), fs::copy_options::overwrite_existing);
+  // A legend, and steps and collectives drawn as bars; the hung collective's
+  // waiting ranks have a bar that never ended, the missing rank none.
+  EXPECT_NE(dom.find("<div id=\"legend\" class=\"legend\">"), std::string::npos);
+  EXPECT_NE(dom.find("class=\"span step\""), std::string::npos);
+  EXPECT_NE(dom.find("class=\"span collective\""), std::string::npos);
+  const auto& waiting = report["root_cause"]["waiting_ranks"];
+  ASSERT_FALSE(waiting.empty());
+  int open_bars = 0;
+  for (std::string::size_type at = 0; (at = dom.find("class=\"span collective open\"", at)) != std::string::npos; ++at) {
+    ++open_bars;
+  }
+  EXPECT_EQ(open_bars, static_cast<int>(waiting.size()));
+  // Every mark links to its row of the events table, which exists.
+  EXPECT_NE(dom.find("<a href=\"#ev-0\" class=\"mark\""), std::string::npos);
+  EXPECT_NE(dom.find("<tr id=\"ev-0\">"), std::string::npos);
+  // The root cause links to its evidence: the rank's stderr (cause marked) and stack dump.
+  const int root = report["root_cause"]["rank"];
+  const std::string stderr_id = "rank-" + std::to_string(root) + "-stderr";
+  EXPECT_NE(dom.find("href=\"#" + stderr_id + "\""), std::string::npos);
+  EXPECT_NE(dom.find("id=\"" + stderr_id + "\""), std::string::npos);
+  if (report.contains("stack_dumps") && report["stack_dumps"].contains(std::to_string(root))) {
+    EXPECT_NE(dom.find("id=\"rank-" + std::to_string(root) + "-stacks\""), std::string::npos);
+  }
+  // Screenshots at two widths, for people.
+  for (const char* size : {"1280,1000", "760,1000"}) {
+    const fs::path png = dir_ / ("hung-collective-" + std::string(size).substr(0, std::string(size).find(',')) + ".png");
+    const std::string cmd = chromium(dir_ / "profile") + " --window-size=" + size + " --screenshot=" + png.string() +
+                            " file://" + (run / "report.html").string() + " > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    ASSERT_TRUE(fs::exists(png));
+    EXPECT_GT(fs::file_size(png), 10'000u);
+    if (const char* keep = std::getenv("FAULTLINE_SCREENSHOT_DIR")) {
+      fs::copy_file(png, fs::path(keep) / png.filename(), fs::copy_options::overwrite_existing);
+    }
+  }
+}
+
+TEST_F(Browser, TraceJsonOfARealRunHasEveryRankAndItsSpans) {
+  const fs::path run = dir_ / "suite" / "hung-collective";
+  const auto report = nlohmann::json::parse(readFile(run / "report.json"));
+  const auto trace = nlohmann::json::parse(readFile(run / "trace.json"));
+  std::set<int> pids;
+  int complete = 0, never_ended = 0;
+  for (const auto& ev : trace["traceEvents"]) {
+    pids.insert(ev["pid"].get<int>());
+    if (ev["ph"] == "X") {
+      ++complete;
+      never_ended += ev["cat"] == "collective" && ev["args"]["ended"] == false;
+    }
+  }
+  EXPECT_EQ(static_cast<int>(pids.size()), report["stack"]["world_size"].get<int>() + 1);  // + the harness
+  EXPECT_EQ(complete, static_cast<int>(report["spans"].size()));
+  EXPECT_EQ(never_ended, static_cast<int>(report["root_cause"]["waiting_ranks"].size()));  // the waiting ranks' collective
 }
 
 TEST_F(Browser, SuitePageListsAndLinksEachScenario) {
   const std::string dom = dumpDom(dir_ / "suite" / "index.html");
-  EXPECT_NE(dom.find("<table id=\"scenarios\">"), std::string::npos) << dom.substr(0, 2000);
-  EXPECT_NE(dom.find("<a href=\"hung-collective/report.html\">hung-collective</a>"), std::string::npos);
-  EXPECT_NE(dom.find("v-pass"), std::string::npos);
+  // The stack x scenario matrix: a row per scenario, a column per stack, the cell linking to the run.
+  EXPECT_NE(dom.find("<table id=\"matrix\">"), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("<th class=\"scenario\">hung-collective</th>"), std::string::npos);
+  EXPECT_NE(dom.find("<a href=\"hung-collective/report.html\"><span class=\"verdict v-pass\">pass</span></a>"),
+            std::string::npos);
 }
 
 // --- hostile text in every field --------------------------------------------------

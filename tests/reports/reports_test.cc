@@ -139,7 +139,7 @@ TEST(Html, TrainerTextIsEscapedNeverMarkup) {
   EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
   Report dumped = hostileReport();
   dumped.extra["stack_dumps"]["1"] = "Thread 1 <main>\n#0 pause()";
-  EXPECT_NE(htmlForRun(dumped).find("<pre class=\"stacks\">Thread 1 &lt;main&gt;"), std::string::npos);
+  EXPECT_NE(htmlForRun(dumped).find("<pre class=\"stacks\" id=\"rank-1-stacks\">Thread 1 &lt;main&gt;"), std::string::npos);
   // The page is well-formed enough for an XML parser once the doctype is dropped.
   pugi::xml_document doc;
   EXPECT_TRUE(doc.load_string(html.substr(html.find("<html")).c_str()));
@@ -155,6 +155,47 @@ TEST(Markdown, RootCauseFirstAndHostileTextContained) {
   // The stderr tail contains ``` and still cannot close the fence around it.
   EXPECT_NE(md.find("````text"), std::string::npos);
   EXPECT_NE(md.find("<details>"), std::string::npos);
+}
+
+// Issue 18: who is to blame, and each side of a collective, in every format.
+Report ambiguousReport() {
+  Report r;
+  r.stack = {"torchrun", {"torchrun"}, 2, "2.13.0+cpu"};
+  RootCause rc;
+  rc.kind = Kind::kCollectiveMismatch;
+  rc.blame = Blame::kAmbiguous;
+  rc.ranks = {0, 1};
+  rc.summary = "collective mismatch: ranks disagree at collective #6; ambiguous";
+  CollectiveSide a{{1}, "allreduce", 1, "/app/sync.py:36", {"/app/train.py:80"}, ""};
+  CollectiveSide b{{0}, "broadcast", 2, "/app/sync.py:39", {}, "/app/sync.py:33: if rank == 0"};
+  rc.sides = {a, b};
+  r.root_cause = rc;
+  r.verdict = Verdict::kDiagnosed;
+  return r;
+}
+
+TEST(Blame, EveryRendererShowsTheBlameAndTheSides) {
+  const Report r = ambiguousReport();
+  const auto lines = blameLines(*r.root_cause);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "blame: ambiguous, one of ranks 0,1 (no majority, and no evidence for one side)");
+  EXPECT_EQ(lines[1], "rank 1: allreduce of 1 elements at sync.py:36, from train.py:80");
+  EXPECT_EQ(lines[2], "rank 0: broadcast of 2 elements at sync.py:39, under `sync.py:33: if rank == 0`");
+  EXPECT_NE(markdownForRun(r).find("- blame: ambiguous"), std::string::npos);
+  const std::string html = htmlForRun(r);
+  EXPECT_NE(html.find("<ul id=\"blame\">"), std::string::npos);
+  EXPECT_NE(html.find("rank 1: allreduce of 1 elements at sync.py:36"), std::string::npos);
+  EXPECT_NE(junitForRun(r).find("blame: ambiguous"), std::string::npos);
+  // One rank to blame and no sides: nothing extra to say.
+  RootCause one;
+  one.blame = Blame::kRank;
+  one.rank = 2;
+  one.ranks = {2};
+  EXPECT_TRUE(blameLines(one).empty());
+  RootCause all;
+  all.blame = Blame::kAllRanks;
+  all.ranks = {0, 1, 2};
+  EXPECT_EQ(blameLines(all), std::vector<std::string>{"blame: no primary rank, every rank failed the same way (ranks 0,1,2)"});
 }
 
 TEST(Markdown, WhatTheShimCouldNotObserveIsListed) {
@@ -330,7 +371,8 @@ TEST(Security, HtmlHasOnlyItsOwnMarkupForEveryHostileField) {
   // Every element is one the renderer writes; no attribute is an event handler
   // and no link goes anywhere but a relative path.
   const std::set<std::string> allowed = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "div", "span", "table",
-                                         "tr", "td", "th", "svg", "g", "text", "line", "circle", "details", "summary", "pre", "a"};
+                                         "tr", "td", "th", "svg", "g", "text", "line", "circle", "rect", "polygon", "details",
+                                         "summary", "pre", "a", "mark"};
   int elements = 0;
   std::function<void(pugi::xml_node)> walk = [&](pugi::xml_node n) {
     for (auto c : n.children()) {
@@ -422,10 +464,246 @@ TEST(Security, MarkdownRowsStayRowsAndFencesStayClosed) {
         ++pipes;
       }
     }
-    EXPECT_TRUE(pipes == 3 || pipes == 5) << pipes << " cells in: " << line.substr(0, 200);
+    // 2, 4 or 6 columns: the layers, the findings (kind .. fix), the expectations.
+    EXPECT_TRUE(pipes == 3 || pipes == 5 || pipes == 7) << pipes << " cells in: " << line.substr(0, 200);
   }
   EXPECT_FALSE(in_fence) << "a fence was left open";
   EXPECT_GT(rows, 6);
+}
+
+}  // namespace
+}  // namespace faultline::reports
+
+namespace faultline::reports {
+namespace {
+
+// The Trace Event format's required fields (the "JSON Object Format" and each
+// phase's own: X needs dur, i a scope of g/p/t, M a name and args), checked
+// event by event, as Perfetto's and chrome://tracing's importers read them.
+void expectValidTrace(const nlohmann::json& t) {
+  ASSERT_TRUE(t.is_object());
+  ASSERT_TRUE(t.contains("traceEvents") && t["traceEvents"].is_array());
+  EXPECT_EQ(t.value("displayTimeUnit", ""), "ms");
+  for (const auto& ev : t["traceEvents"]) {
+    SCOPED_TRACE(ev.dump());
+    ASSERT_TRUE(ev.is_object());
+    ASSERT_TRUE(ev.contains("ph") && ev["ph"].is_string());
+    ASSERT_TRUE(ev.contains("name") && ev["name"].is_string());
+    ASSERT_TRUE(ev.contains("pid") && ev["pid"].is_number_integer());
+    ASSERT_TRUE(ev.contains("tid") && ev["tid"].is_number_integer());
+    const std::string ph = ev["ph"];
+    if (ph == "M") {
+      EXPECT_TRUE(ev.contains("args") && ev["args"].is_object());
+      continue;
+    }
+    ASSERT_TRUE(ev.contains("ts") && ev["ts"].is_number()) << "every non-metadata event has a timestamp";
+    EXPECT_GE(ev["ts"].get<double>(), 0);
+    if (ph == "X") {
+      ASSERT_TRUE(ev.contains("dur") && ev["dur"].is_number());
+      EXPECT_GE(ev["dur"].get<double>(), 0);
+    } else if (ph == "i") {
+      ASSERT_TRUE(ev.contains("s"));
+      EXPECT_NE(std::string("gpt").find(ev["s"].get<std::string>()), std::string::npos);
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+}
+
+Report spannedReport() {
+  Report r = hostileReport();
+  r.timeline = {{1.0, 0, "started (pid 10)", TimelineKind::kStart},
+                {1.2, 1, "started (pid 11)", TimelineKind::kStart},
+                {30.0, 1, "fault hung_collective injected at step 2", TimelineKind::kFault},
+                {5030.0, std::nullopt, "first trigger: hang: rank 1 missing", TimelineKind::kTrigger},
+                {5040.0, std::nullopt, "SIGTERM to 2 process(es)", TimelineKind::kSignal}};
+  r.spans = {{0, "step", "step 1", 1, 10.0, 8.0, -1, ""},
+             {0, "collective", "allreduce", 1, 12.0, 3.0, 2048, "float32"},
+             {1, "step", "step 1", 1, 10.5, 7.5, -1, ""},
+             {1, "collective", "allreduce", 1, 12.5, 2.5, 2048, "float32"},
+             {0, "collective", "allreduce", 2, 20.0, std::nullopt, 2048, "float32"}};
+  return r;
+}
+
+TEST(Trace, HasTheFormatsRequiredFieldsOneProcessPerRankAndAHarnessLane) {
+  const nlohmann::json t = traceForRun(spannedReport());
+  expectValidTrace(t);
+  std::map<int, std::string> processes;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] == "M" && ev["name"] == "process_name") processes[ev["pid"]] = ev["args"]["name"];
+  }
+  EXPECT_EQ(processes.size(), 3u);
+  EXPECT_EQ(processes[0], "faultline (harness)");
+  EXPECT_EQ(processes[1], "rank 0");
+  EXPECT_EQ(processes[2], "rank 1");
+}
+
+TEST(Trace, StepsAndCollectivesAreCompleteEventsAndAHungOneRunsToTheEnd) {
+  const nlohmann::json t = traceForRun(spannedReport());
+  std::vector<nlohmann::json> complete;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] == "X") complete.push_back(ev);
+  }
+  ASSERT_EQ(complete.size(), 5u);
+  const auto hung = std::find_if(complete.begin(), complete.end(), [](const nlohmann::json& ev) {
+    return ev["args"]["ended"] == false;
+  });
+  ASSERT_NE(hung, complete.end());
+  EXPECT_EQ((*hung)["name"], "allreduce #2 (never ended)");
+  EXPECT_EQ((*hung)["cat"], "collective");
+  EXPECT_EQ((*hung)["pid"], 1);                             // rank 0
+  EXPECT_DOUBLE_EQ((*hung)["ts"].get<double>(), 20000.0);  // microseconds
+  EXPECT_DOUBLE_EQ((*hung)["dur"].get<double>(), (5040.0 - 20.0) * 1000);  // to the last mark
+  EXPECT_EQ((*hung)["args"]["numel"], 2048);
+  // Steps and collectives on their own threads, so neither has to nest in the other.
+  std::set<std::pair<std::string, int>> threads;
+  for (const auto& ev : complete) threads.insert({ev["cat"].get<std::string>(), ev["tid"].get<int>()});
+  EXPECT_EQ(threads, (std::set<std::pair<std::string, int>>{{"collective", 2}, {"step", 1}}));
+}
+
+TEST(Trace, MarksAreInstantsWithTheirKindAndHostileTextStaysData) {
+  Report r = spannedReport();
+  r.timeline.push_back({40.0, 1, kHostile, TimelineKind::kFailure});
+  const nlohmann::json t = traceForRun(r);
+  expectValidTrace(t);
+  int instants = 0;
+  bool hostile = false;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] != "i") continue;
+    ++instants;
+    EXPECT_EQ(ev["cat"], ev["args"]["kind"]);
+    if (ev["args"]["kind"] == "trigger" || ev["args"]["kind"] == "signal") {
+      EXPECT_EQ(ev["pid"], 0);  // harness lane
+    }
+    if (ev["name"] == kHostile) hostile = ev["pid"] == 2 && ev["cat"] == "failure";
+  }
+  EXPECT_EQ(instants, 6);
+  EXPECT_TRUE(hostile);
+  // The file as written is one JSON document that parses back to the same value.
+  EXPECT_EQ(nlohmann::json::parse(jsonText(t)), t);
+}
+
+TEST(Trace, ReportRoundTripKeepsSpansAndTimelineKinds) {
+  const Report r = spannedReport();
+  auto back = reportFromJson(toJson(r));
+  ASSERT_TRUE(back) << back.error().message;
+  ASSERT_EQ(back->spans.size(), r.spans.size());
+  EXPECT_FALSE(back->spans.back().dur_ms.has_value());
+  EXPECT_EQ(back->spans[1].numel, 2048);
+  EXPECT_EQ(back->spans[1].dtype, "float32");
+  ASSERT_EQ(back->timeline.size(), r.timeline.size());
+  EXPECT_EQ(back->timeline[3].kind, TimelineKind::kTrigger);
+  // A report written before timeline kinds reads each mark as a note.
+  nlohmann::json old = toJson(r);
+  for (auto& t : old["timeline"]) t.erase("kind");
+  old.erase("spans");
+  auto older = reportFromJson(old);
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->timeline[0].kind, TimelineKind::kNote);
+  EXPECT_TRUE(older->spans.empty());
+}
+
+}  // namespace
+}  // namespace faultline::reports
+
+namespace faultline::reports {
+namespace {
+
+// Multi-node (docs/MULTINODE.md): ranks 0-1 on n1, 2-3 on n2, n2 lost.
+Report multiNodeReport() {
+  Report r;
+  r.stack = {"torchrun-multinode", {"torchrun"}, 4, "2.13.0+cpu"};
+  RootCause rc;
+  rc.kind = Kind::kNodeLost;
+  rc.node = "n2";
+  rc.blame = Blame::kNode;
+  rc.ranks = {2, 3};
+  rc.summary = "node n2 lost at t=4.2 s (every process of it killed at once): its ranks 2-3 lost";
+  r.root_cause = rc;
+  for (int k = 0; k < 4; ++k) {
+    RankReport rk;
+    rk.rank = k;
+    rk.role = k < 2 ? RankRole::kCollateral : RankRole::kLost;
+    rk.diagnosis = k < 2 ? "Connection closed by peer" : "lost with node n2: killed by SIGKILL";
+    rk.node = k < 2 ? "n1" : "n2";
+    rk.host = k < 2 ? "h1" : "h2";
+    r.ranks.push_back(rk);
+  }
+  NodeReport n1{"n1", "h1", {0, 1}, false, std::nullopt, {}, 1};
+  NodeReport n2{"n2", "h2", {2, 3}, true, std::nullopt, {}, std::nullopt};
+  r.nodes = {n1, n2};
+  r.timeline = {{10, 0, "started", TimelineKind::kStart}, {4200, std::nullopt, "root cause: node n2 lost", TimelineKind::kRootCause}};
+  r.spans = {{2, "step", "step 1", 1, 100, 50, -1, ""}};
+  r.verdict = Verdict::kDiagnosed;
+  return r;
+}
+
+TEST(MultiNode, ReportJsonRoundTripsNodesAndRankNodes) {
+  const Report r = multiNodeReport();
+  const nlohmann::json j = toJson(r);
+  ASSERT_TRUE(j.contains("nodes"));
+  EXPECT_EQ(j["nodes"][1]["name"], "n2");
+  EXPECT_EQ(j["nodes"][1]["lost"], true);
+  EXPECT_TRUE(j["nodes"][1]["agent_exit_code"].is_null());
+  EXPECT_EQ(j["ranks"][2]["node"], "n2");
+  EXPECT_EQ(j["ranks"][2]["host"], "h2");
+  EXPECT_EQ(j["ranks"][2]["role"], "lost");
+  EXPECT_EQ(j["root_cause"]["node"], "n2");
+  EXPECT_EQ(j["root_cause"]["kind"], "node_lost");
+  EXPECT_EQ(j["root_cause"]["blame"], "node");
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_EQ(toJson(*back), j);
+  EXPECT_FALSE(back->extra.contains("nodes"));
+  // One node: no node fields at all.
+  const nlohmann::json single = toJson(hostileReport());
+  EXPECT_FALSE(single.contains("nodes"));
+  EXPECT_FALSE(single["ranks"][0].contains("node"));
+  EXPECT_FALSE(single["root_cause"].contains("node"));
+}
+
+TEST(MultiNode, HtmlGroupsLanesByNodeAndMarksLostRanks) {
+  const std::string html = htmlForRun(multiNodeReport());
+  const size_t n1 = html.find("class=\"node-lane\" data-node=\"n1\"");
+  const size_t n2 = html.find("class=\"node-lane lost\" data-node=\"n2\"");
+  ASSERT_NE(n1, std::string::npos);
+  ASSERT_NE(n2, std::string::npos);
+  EXPECT_NE(html.find("node n2 (h2) \u2014 lost"), std::string::npos);
+  EXPECT_NE(html.find("class=\"lane lost\" data-rank=\"2\" data-node=\"n2\""), std::string::npos);
+  EXPECT_NE(html.find("rank 2 (lost)"), std::string::npos);
+  EXPECT_NE(html.find("<table id=\"nodes\">"), std::string::npos);
+  EXPECT_NE(html.find("rank 3 on n2"), std::string::npos);
+  // A single-node report draws no node lane.
+  EXPECT_EQ(htmlForRun(hostileReport()).find("node-lane"), std::string::npos);
+}
+
+TEST(MultiNode, TraceNamesEachRankByItsNodeAndSortsThemTogether) {
+  const nlohmann::json t = traceForRun(multiNodeReport());
+  expectValidTrace(t);
+  std::map<int, std::string> names, labels;
+  std::map<int, int> sort;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] != "M") continue;
+    if (ev["name"] == "process_name") names[ev["pid"]] = ev["args"]["name"];
+    if (ev["name"] == "process_labels") labels[ev["pid"]] = ev["args"]["labels"];
+    if (ev["name"] == "process_sort_index") sort[ev["pid"]] = ev["args"]["sort_index"];
+  }
+  EXPECT_EQ(names[1], "rank 0 (n1)");
+  EXPECT_EQ(names[3], "rank 2 (n2) lost");
+  EXPECT_EQ(labels[3], "node n2, host h2");
+  EXPECT_LT(sort[2], sort[3]);  // n1's ranks before n2's
+  EXPECT_LT(sort[0], sort[1]);  // the harness first
+}
+
+TEST(MultiNode, MarkdownListsNodesThenRanksByNode) {
+  const std::string md = markdownForRun(multiNodeReport());
+  const size_t nodes = md.find("### Nodes");
+  const size_t by_node = md.find("### Ranks by node");
+  ASSERT_NE(nodes, std::string::npos);
+  ASSERT_NE(by_node, std::string::npos);
+  EXPECT_NE(md.find("| n2 | h2 | 2,3 | **lost** | none (agent gone) |"), std::string::npos);
+  EXPECT_LT(md.find("| n1 | 0 |"), md.find("| n2 | 2 | lost |"));
+  EXPECT_EQ(markdownForRun(hostileReport()).find("### Nodes"), std::string::npos);
 }
 
 }  // namespace

@@ -160,7 +160,7 @@ TEST_F(ReRender, RenderersReadOnlyReportJsonAndStartNothing) {
   EXPECT_TRUE(pwned().empty());
   expectNothingStarted(trace);
   const std::string run_prefix = run_.string() + "/";
-  const std::set<std::string> outputs = {"junit.xml", "report.md", "report.html"};
+  const std::set<std::string> outputs = {"junit.xml", "report.md", "report.html", "trace.json"};
   for (const auto& line : trace) {
     const std::string path = firstPath(line);
     const bool writes = line.find("O_WRONLY") != std::string::npos || line.find("O_RDWR") != std::string::npos ||
@@ -169,7 +169,7 @@ TEST_F(ReRender, RenderersReadOnlyReportJsonAndStartNothing) {
     // TSan's runtime maps a file of its own at start (/tmp/tsan.rodata.PID).
     if (testing::kSanitizerBuild && path.rfind("/tmp/tsan.", 0) == 0) continue;
     if (opens && writes) {
-      // Writes only to the temp files of the three reports.
+      // Writes only to the temp files of the four renderings.
       ASSERT_EQ(path.rfind(run_prefix, 0), 0u) << "a write outside the run directory: " << line;
       const std::string name = path.substr(run_prefix.size());
       EXPECT_TRUE(name.size() > 4 && name.substr(name.size() - 4) == ".tmp" && outputs.count(name.substr(0, name.size() - 4)))

@@ -137,13 +137,48 @@ TEST(ScenarioErrors, SyntaxError) {
 
 TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
-            "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, expect");
+            "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, gpus, stacks, torch");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
-            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, step, collective, op, nth, after_s, arg, by, inject");
+            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
-            "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s");
+            "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s");
+}
+
+TEST(Scenario, InstrumentAndAdaptiveHangKeys) {
+  auto s = parseScenarioText("name = \"x\"\n[stack]\ninstrument = false\n[limits]\nhang_factor = 4\nhang_floor_s = 0.25\n"
+                             "[expect]\n\"root_cause\" = { null = true }\n",
+                             "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_FALSE(s->stack.instrument);
+  EXPECT_DOUBLE_EQ(s->limits.hang_factor, 4);
+  EXPECT_DOUBLE_EQ(s->limits.hang_floor_s, 0.25);
+  auto d = parseScenarioText("name = \"x\"\n[expect]\n\"root_cause\" = { null = true }\n", "s.toml");
+  ASSERT_TRUE(d);
+  EXPECT_TRUE(d->stack.instrument);
+  EXPECT_DOUBLE_EQ(d->limits.hang_factor, 10);
+  EXPECT_DOUBLE_EQ(d->limits.hang_floor_s, 0.5);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ninstrument = 0\n"), "s.toml:3:14: stack.instrument: expected a boolean, got an integer");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang_factor = -1\n"),
+            "s.toml:3:15: limits.hang_factor: -1.0 is impossible, expected a number >= 0 (0: adaptive detection off)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang_floor_s = 0\n"),
+            "s.toml:3:16: limits.hang_floor_s: 0.0 is impossible, expected a positive number of seconds");
+}
+
+// Without instruments, only the supervisor (or a trainer's own code) can strike.
+TEST(ScenarioErrors, NoShimOrInterposerFaultWithoutInstruments) {
+  const std::string head = "name = \"x\"\n[stack]\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\n"
+                           "instrument = false\n[fault]\n";
+  EXPECT_EQ(errorOf(head + "kind = \"exception\"\nstep = 2\n"),
+            "s.toml:7:8: [fault]: the Python shim strikes 'exception' here, and stack.instrument = false runs without "
+            "it, expected by = \"supervisor\" (a signal or a freeze) or a trainer that strikes its own faults");
+  EXPECT_EQ(errorOf(head + "inject = \"write:ENOSPC\"\n"),
+            "s.toml:7:10: fault.inject: the LD_PRELOAD interposer strikes system-call faults, and stack.instrument = "
+            "false runs without it, expected no inject or stack.instrument = true");
+  auto ok = parseScenarioText(head + "kind = \"sigkill\"\nstep = 2\nby = \"supervisor\"\n[expect]\n\"root_cause.kind\" = \"signal\"\n",
+                              "s.toml");
+  EXPECT_TRUE(ok) << ok.error().message;
 }
 
 TEST(ScenarioErrors, WrongTypes) {
@@ -179,8 +214,8 @@ TEST(ScenarioErrors, ImpossibleValues) {
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang_timeout_s = -1\n"),
             "s.toml:3:18: limits.hang_timeout_s: -1.0 is impossible, expected a positive number of seconds");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 0\n"), "s.toml:3:14: stack.world_size: 0 is out of range, expected 1..4096");
-  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"slurm\"\n"),
-            "s.toml:3:12: stack.launcher: unknown launcher 'slurm', expected builtin, torchrun, launch, spawn or external");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"mpirun\"\n"),
+            "s.toml:3:12: stack.launcher: unknown launcher 'mpirun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm or external");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntrainer = \"command\"\n"),
             "s.toml:2:1: [stack]: trainer = \"command\" needs command = [\"program\", ...]");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"hung_collective\"\narg = \"nap\"\n"),
@@ -297,7 +332,7 @@ TEST(ReportPaths, FindingsOfOneKind) {
   EXPECT_EQ(errorOf("name = \"x\"\n[expect]\n\"findings[seed].ranks\" = [1]\n"),
             "s.toml:3:1: [expect]: unknown finding kind 'seed' in 'findings[seed].ranks', expected "
             "findings[KIND].FIELD (findings[seed_mismatch].ranks) with KIND one of: seed_mismatch, unsharded_data, "
-            "unsynced_metrics, concurrent_writes, straggler, no_pg_destroy");
+            "unsynced_metrics, concurrent_writes, straggler, no_pg_destroy, diverged_params");
 }
 
 TEST(ScenarioErrors, InMatcherNeedsValues) {
@@ -313,6 +348,25 @@ TEST(ScenarioErrors, InMatcherNeedsValues) {
 
 // What the launcher did is assertable: why the supervisor ended the run, and
 // who tore the job down (issue #16).
+// [diagnose] library_paths (issue 18, docs/DIAGNOSIS.md section 8) and the
+// paths and matchers the diagnosis scenarios use.
+TEST(ScenarioDiagnose, LibraryPathsAndTheirErrors) {
+  auto s = parseScenarioText(
+      "name = \"x\"\n[diagnose]\nlibrary_paths = [\"vendor\", \"/opt/lib\"]\n[expect]\n"
+      "\"root_cause.native_location.function\" = \"meta\"\n"
+      "\"root_cause.layers.text\" = { contains = \"~^RuntimeError\" }\n",
+      "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(s->library_paths, (std::vector<std::string>{"vendor", "/opt/lib"}));
+  EXPECT_EQ(errorOf("name = \"x\"\n[diagnose]\nlibrary_paths = [\"\"]\n[expect]\n\"root_cause.kind\" = \"oom\"\n"),
+            "s.toml:3:17: diagnose.library_paths: an empty path, expected a path prefix");
+  EXPECT_EQ(errorOf("name = \"x\"\n[diagnose]\npaths = [\"a\"]\n[expect]\n\"root_cause.kind\" = \"oom\"\n"),
+            "s.toml:3:1: unknown key 'paths' in [diagnose], expected one of: library_paths");
+  EXPECT_NE(errorOf("name = \"x\"\n[expect]\n\"root_cause.layers.text\" = { contains = \"~(\" }\n")
+                .find("s.toml:3:41: [expect] root_cause.layers.text: bad regular expression '('"),
+            std::string::npos);
+}
+
 TEST(ReportPaths, TriggerAndTeardownByAreExpectationPaths) {
   for (const char* ok : {"trigger.kind", "trigger.rank", "trigger.detail", "teardown.by", "teardown.duration_ms"}) {
     EXPECT_TRUE(isReportPath(ok)) << ok;
@@ -361,7 +415,13 @@ TEST(ScenarioFaults, WhatNoLayerCanStrikeIsAnErrorWhereItIsWritten) {
   EXPECT_EQ(faultError(kCmd, "kind = \"undefined_symbol\"\nrank = 1"),
             "s.toml:7:8: [fault]: undefined_symbol is not a fault the Python shim strikes (undefined_symbol is struck by: "
             "the reference trainer); and undefined_symbol is not a fault the supervisor strikes (undefined_symbol is "
-            "struck by: the reference trainer)");
+            "struck by: the reference trainer); a Python trainer is struck by the Python shim or by the supervisor "
+            "(by=supervisor)");
+  // A native command trainer: its in-rank layer is the probe.
+  const char* native = "trainer = \"command\"\ncommand = [\"./my-trainer\", \"--steps\", \"9\"]\nworld_size = 2";
+  EXPECT_NE(faultError(native, "kind = \"exception\"\nrank = 1").find("exception is not a fault the probe strikes"),
+            std::string::npos);
+  EXPECT_EQ(faultError(native, "kind = \"hung_collective\"\nrank = 1\nop = \"allreduce\"\nnth = 2"), "");
   EXPECT_NE(faultError(kCmd, "kind = \"freeze\"\nop = \"allreduce\"").find("not by op"), std::string::npos);
   EXPECT_NE(faultError(kCmd, "kind = \"exception\"\nby = \"supervisor\"").find("not a fault the supervisor strikes"),
             std::string::npos);
@@ -387,6 +447,53 @@ TEST(ScenarioFaults, TheLayerIsChosenAndKept) {
                              "s.toml");
   ASSERT_TRUE(f) << f.error().message;
   EXPECT_EQ(f->fault->by, "supervisor");
+}
+
+// Multi-node: stack.nodes and the node faults (docs/MULTINODE.md).
+const std::string kTwoNodes =
+    "name = \"x\"\n[stack]\nlauncher = \"torchrun-multinode\"\ntrainer = \"command\"\n"
+    "command = [\"python3\", \"t.py\"]\nworld_size = 4\nnodes = 2\n";
+
+TEST(ScenarioParse, ANodeFaultStrikesTheRanksOfItsNode) {
+  auto s = parseScenarioText(kTwoNodes + "[fault]\nkind = \"partition\"\nnode = \"n2\"\nstep = 6\narg = 3\n[expect]\n\"verdict\" = \"fail\"\n", "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->stack.nodes, 2);
+  EXPECT_EQ(s->fault->node, "n2");
+  EXPECT_EQ(s->fault->ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(s->fault->by, "supervisor");
+  EXPECT_EQ(s->fault->spec(), "partition:node=n2:step=6:arg=3");
+  auto r = parseScenarioText(kTwoNodes + "[fault]\nkind = \"agent_kill\"\nnode = \"n2\"\npoint = \"rendezvous\"\n[expect]\n\"verdict\" = \"fail\"\n", "s.toml");
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_TRUE(r->fault->toSpec().rendezvous);
+  EXPECT_EQ(r->fault->toSpec().point(), "rendezvous");
+}
+
+TEST(ScenarioParse, NodeFaultsThatCannotBeAreErrorsAtTheirKey) {
+  const std::string expect = "[expect]\n\"verdict\" = \"fail\"\n";
+  EXPECT_EQ(errorOf(kTwoNodes + "[fault]\nkind = \"node_loss\"\nnode = \"n3\"\n" + expect),
+            "s.toml:10:8: fault.node: no node 'n3' in a run of 2 node(s), expected n1..n2");
+  EXPECT_EQ(errorOf(kTwoNodes + "[fault]\nkind = \"node_loss\"\nnode = \"n2\"\nrank = 2\n" + expect),
+            "s.toml:11:8: fault.rank: a node fault strikes every rank of fault.node, expected rank or node, not both");
+  EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"node_loss\"\n" + expect).find("node_loss strikes a node, expected node"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"sigkill\"\nnode = \"n2\"\n" + expect).find("sigkill strikes a rank, not a node"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"node_loss\"\nnode = \"n2\"\npoint = \"rendezvous\"\n" + expect)
+                .find("point \"rendezvous\" is agent_kill's"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"slow_node\"\nnode = \"n2\"\narg = 100\n" + expect).find("1..99"),
+            std::string::npos);
+  EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"slow_link\"\nnode = \"n2\"\narg = \"fast\"\n" + expect).find("200kbit"),
+            std::string::npos);
+  // A stack that cannot deliver it.
+  const std::string torchrun = "name = \"x\"\n[stack]\nlauncher = \"torchrun\"\ntrainer = \"command\"\n"
+                               "command = [\"python3\", \"t.py\"]\nworld_size = 4\nnodes = 2\n";
+  EXPECT_EQ(errorOf(torchrun + "[fault]\nkind = \"partition\"\nnode = \"n2\"\n" + expect),
+            "s.toml:10:8: fault.node: stack torchrun cannot deliver the node fault 'partition', expected stacks "
+            "torchrun-multinode (every node fault) or slurm (node_loss, slow_node)");
+  // world_size not a multiple of nodes.
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 3\nnodes = 2\n" + expect),
+            "s.toml:4:9: stack.nodes: world_size 3 is not a multiple of 2 nodes, expected world_size = nodes x ranks per node");
 }
 
 }  // namespace

@@ -24,9 +24,11 @@ TEST(FaultDelivery, KindsAndTheirSignals) {
   EXPECT_EQ(outsideFaultSignal(K::kSigstop), SIGSTOP);
   EXPECT_EQ(outsideFaultSignal(K::kFreeze), SIGSTOP);
   EXPECT_EQ(outsideFaultSignal(K::kHungCollective), 0);
-  // Every kind the supervisor strikes has its signal.
+  // Every kind the supervisor strikes at a rank has its signal (node faults
+  // are struck on the node's processes and links, node_faults.cc).
   for (auto name : probe::faultKindNames()) {
     const auto k = *probe::faultKindFromName(name);
+    if (probe::isNodeFault(k)) continue;
     EXPECT_EQ(outsideFaultSignal(k) != 0, probe::layerStrikes(probe::FaultLayer::kSupervisor, k)) << name;
   }
 }
@@ -73,6 +75,51 @@ TEST(FaultDelivery, TimePointStrikesEveryAimedRunningRankAndSaysWhenItIsDue) {
   EXPECT_EQ(strikes[0].point, "2.5 s after start");
   EXPECT_TRUE(d.due(3.0, {0, 1}).empty());
   EXPECT_EQ(d.due(3.0, {0, 1, 2}).size(), 1u);  // a rank that appeared later
+}
+
+// A node fault as the scenario parser gives it: the node's ranks filled in.
+probe::FaultSpec nodeFault(const std::string& text, std::vector<int> ranks) {
+  probe::FaultSpec f = fault(text);
+  f.ranks = std::move(ranks);
+  return f;
+}
+
+TEST(FaultDelivery, ANodeFaultStrikesTheNodeOnceAtTheFirstOfItsRanks) {
+  FaultDelivery d({nodeFault("node_loss:node=n2:step=3", {2, 3})});
+  d.onEvent(0, "step_begin", 3, std::nullopt);  // n1's rank: not the node's
+  EXPECT_TRUE(d.due(0, {0, 1, 2, 3}).empty());
+  d.onEvent(3, "step_begin", 3, std::nullopt);
+  d.onEvent(2, "step_begin", 3, std::nullopt);  // the node is struck already
+  auto strikes = d.due(0, {0, 1, 2, 3});
+  ASSERT_EQ(strikes.size(), 1u);
+  EXPECT_EQ(strikes[0].node, "n2");
+  EXPECT_EQ(strikes[0].rank, 3);
+  EXPECT_EQ(strikes[0].kind, "node_loss");
+  EXPECT_EQ(strikes[0].rule, "node_loss:node=n2:step=3");
+  EXPECT_TRUE(d.due(5, {0, 1, 2, 3}).empty());
+}
+
+TEST(FaultDelivery, ANodeFaultAtATimeStrikesOnceWithItsArg) {
+  FaultDelivery d({nodeFault("partition:node=n2:after=1:arg=2.5", {2, 3})});
+  EXPECT_EQ(d.nextTime(), 1.0);
+  auto strikes = d.due(1.2, {0, 1, 2, 3});
+  ASSERT_EQ(strikes.size(), 1u);
+  EXPECT_EQ(strikes[0].arg, "2.5");
+  EXPECT_FALSE(d.nextTime());
+}
+
+TEST(FaultDelivery, AgentKillInRendezvousWaitsForTheWatchLoopAndStrikesOnce) {
+  FaultDelivery d({nodeFault("agent_kill:node=n2:point=rendezvous", {2, 3})});
+  EXPECT_EQ(d.awaitingRendezvous(), std::vector<std::string>{"n2"});
+  d.onEvent(2, "step_begin", 1, std::nullopt);
+  EXPECT_TRUE(d.due(100, {2, 3}).empty());  // no step or time point
+  EXPECT_FALSE(d.atRendezvous("n1"));
+  auto s = d.atRendezvous("n2");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->point, "rendezvous");
+  EXPECT_EQ(s->rank, -1);
+  EXPECT_TRUE(d.awaitingRendezvous().empty());
+  EXPECT_FALSE(d.atRendezvous("n2"));
 }
 
 TEST(FaultDelivery, OtherEventsAndOtherRanksDoNothing) {

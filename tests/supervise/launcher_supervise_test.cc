@@ -132,10 +132,10 @@ TEST(LauncherTeardown, ARunThatEndsByItselfNeedsNoTeardown) {
 
 TEST(LauncherTeardown, AnUnknownLauncherIsBadUsage) {
   TempDir dir;
-  auto run = superviseRun(options(dir, "slurm", {hostilePath()}));
+  auto run = superviseRun(options(dir, "flux", {hostilePath()}));
   ASSERT_FALSE(run);
   EXPECT_EQ(run.error().code, ErrorCode::kBadUsage);
-  EXPECT_NE(run.error().message.find("unknown launcher 'slurm'"), std::string::npos) << run.error().message;
+  EXPECT_NE(run.error().message.find("unknown launcher 'flux'"), std::string::npos) << run.error().message;
 }
 
 // A launcher of the test's own that wants the SIGTERM first and passes it on

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 
 #include <gtest/gtest.h>
 
@@ -99,7 +100,9 @@ TEST(Supervise, CleanRunOfFourRanksWithTheContractEnvironment) {
 TEST(Supervise, RankExitingThreeIsTheFirstFailureAndOthersAreTornDown) {
   LeakGuard guard;
   TempDir dir;
-  auto run = superviseRun(builtin(dir, 3, {"1=exit:3", "*=sleep:60"}));
+  // Rank 1 fails once the others have shown life (a failure at start-up
+  // while they are silent gets them a moment first: the test below).
+  auto run = superviseRun(builtin(dir, 3, {"1=exit:3@0.3", "*=sleep:60"}));
   ASSERT_TRUE(run) << run.error().str();
   const auto& rec = run->record;
   EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
@@ -116,6 +119,50 @@ TEST(Supervise, RankExitingThreeIsTheFirstFailureAndOthersAreTornDown) {
   // sanitizer every process is slower, so the bound stretches by FAULTLINE_TEST_TIME_SCALE).
   EXPECT_LT(rec.teardown.report.duration_ms, testing::scaledMs(900));
   EXPECT_GT(rec.teardown.started_ns, 0);
+}
+
+TEST(Supervise, AStartUpFailureGivesTheSilentRanksAMomentToFailTheSameWay) {
+  // Rank 1 fails at once; ranks 0 and 2 are still silent (starting) and fail
+  // the same way half a second later. Stopping them at rank 1's exit would
+  // hide that every rank fails: they get up to 2 s, and the run ends as soon
+  // as the last of them has.
+  LeakGuard guard;
+  TempDir dir;
+  auto run = superviseRun(builtin(dir, 3, {"1=exit:3", "*=exit:3@0.5"}));
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.rank, 1);
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(rankOf(rec, r).exit_code, 3) << "rank " << r;
+    EXPECT_FALSE(rankOf(rec, r).killed_by_teardown) << "rank " << r;
+  }
+  bool said = false;
+  for (const auto& t : run->timeline) said = said || t.what.find("failed at start-up") != std::string::npos;
+  EXPECT_TRUE(said);
+  EXPECT_TRUE(rec.teardown.report.clean);
+  EXPECT_LT(rec.teardown.report.duration_ms, testing::scaledMs(1900));  // ended with the last rank, not the 2 s
+}
+
+TEST(Supervise, TheShimsFirstLinesAreNoProgressPastStartUp) {
+  // Every rank writes the shim's "start" and "instrument" events before its
+  // script runs (then fails on a bad argument): those are no sign that the
+  // others got past their start-up, and they still get their moment.
+  LeakGuard guard;
+  TempDir dir;
+  auto run = superviseRun(builtin(dir, 3, {"shim-lines", "1=exit:2", "*=exit:2@0.5"}));
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.rank, 1);
+  for (int r : {0, 1, 2}) {
+    EXPECT_EQ(rankOf(rec, r).exit_code, 2) << "rank " << r;
+    EXPECT_FALSE(rankOf(rec, r).killed_by_teardown) << "rank " << r;
+  }
+  EXPECT_TRUE(rec.teardown.report.clean);
+  int with_lines = 0;  // the shim's lines were there to be read
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    with_lines += e.path().filename() == "events.jsonl" && std::filesystem::file_size(e.path()) > 0;
+  }
+  EXPECT_EQ(with_lines, 3);
 }
 
 TEST(Supervise, SegfaultIsReportedAsSignal) {
@@ -224,6 +271,39 @@ TEST(Supervise, SilentRankUsingCpuIsStartingNotHung) {
   bool noted = false;
   for (const auto& e : run->timeline) noted = noted || e.what.find("still using CPU") != std::string::npos;
   EXPECT_TRUE(noted) << "the timeline says why the hang timer was extended";
+}
+
+// Ranks that have shown life and then compute without printing are no hang:
+// an uninstrumented run hangs only where some rank is blocked.
+TEST(Supervise, SilentUninstrumentedRanksAllComputingAreNoHang) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=spin:3"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(rankOf(run->record, r).exit_code, std::optional<int>(0));
+  bool noted = false;
+  for (const auto& e : run->timeline) noted = noted || e.what.find("every rank is using CPU") != std::string::npos;
+  EXPECT_TRUE(noted) << "the timeline says why silence was no hang";
+}
+
+// One rank computing silently while its peer is blocked: a hang, and the
+// trigger names the blocked rank.
+TEST(Supervise, ABlockedUninstrumentedRankBesideABusyOneIsAHang) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=spin:30", "1=sleep:30"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kHang);
+  EXPECT_NE(run->record.trigger.detail.find("rank(s) 1 blocked (no CPU time for 500 ms)"), std::string::npos)
+      << run->record.trigger.detail;
+  EXPECT_TRUE(run->record.teardown.report.clean);
 }
 
 // Once it stops using CPU a silent rank is hung after all, one hang timeout

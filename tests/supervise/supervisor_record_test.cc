@@ -16,8 +16,8 @@ SupervisorRecord sample() {
   r.command = {"torchrun", "--nproc_per_node=2", "train"};
   r.world_size = 2;
   r.containment = "cgroup";
-  r.ranks.push_back({0, 11, 110, 800, std::nullopt, "SIGTERM", true});
-  r.ranks.push_back({1, 12, 111, 500, 3, std::nullopt, false});
+  r.ranks.push_back({0, 11, 110, 800, std::nullopt, "SIGTERM", true, std::nullopt});
+  r.ranks.push_back({1, 12, 111, 500, 3, std::nullopt, false, std::nullopt});
   r.launcher_process = LauncherProcess{10, 1, std::nullopt, 850};
   r.trigger = {TriggerKind::kRankFailure, 500, 1, "rank 1 exited with code 3"};
   r.teardown.report.clean = false;

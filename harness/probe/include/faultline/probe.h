@@ -28,11 +28,20 @@ void fl_probe_set_rank(int rank);
 int64_t fl_probe_now_ns(void);
 
 void fl_probe_start(int world_size, const char *backend, const char *device);
+/* Before joining the store and building the process group: a peer that
+ * exits before its own pg_init_begin left this rank waiting at the rendezvous.
+ * `backend` may be NULL. */
+void fl_probe_pg_init_begin(const char *backend);
 void fl_probe_pg_init(const char *backend);
 void fl_probe_pg_destroy(const char *backend);
 void fl_probe_step_begin(int64_t step, int64_t epoch);
 void fl_probe_step_end(int64_t step, int64_t epoch);
 void fl_probe_collective_begin(const char *op, int64_t seq, int64_t numel, const char *dtype);
+/* As fl_probe_collective_begin, with the call site in the trainer's code
+ * ("train.cc:42", e.g. from __FILE__/__LINE__ or std::source_location): a
+ * mismatch or hang shows each side's site. NULL or "" writes none. */
+void fl_probe_collective_begin_at(const char *op, int64_t seq, int64_t numel, const char *dtype,
+                                  const char *site);
 void fl_probe_collective_end(const char *op, int64_t seq, int64_t numel, const char *dtype);
 /* `what` is params, grads or data_order; the hash is written as 16 hex digits. */
 void fl_probe_fingerprint(const char *what, int64_t step, uint64_t hash);

@@ -85,7 +85,7 @@ def activate(rank, spawned=False):
     path = _events_path(rank, spawned)
     if path is None:
         return
-    from . import _errors, _events
+    from . import _errors, _events, _flight
 
     rec = _events.Recorder(rank, path)
     _state.recorder = rec
@@ -98,7 +98,14 @@ def activate(rank, spawned=False):
     _instrument.flush()
     _instrument.attempt("stacks.sigusr1", _register_stack_dump, rec.rank_dir)
     _instrument.attempt("errors.excepthook", _errors.install)
-    _patch_torch()
+    _instrument.attempt("flight_recorder.pipe", _flight.arm, rank)
+    # A failure here (a module of the shim that does not import) is said as
+    # every patch module failing as a whole, not swallowed: the findings they
+    # feed are unchecked, and the faults below are still armed.
+    try:
+        _patch_torch()
+    except Exception as e:  # noqa: BLE001
+        _instrument.failed_as_a_whole(("dist", "ddp"), e)
     if os.environ.get("FAULTLINE_FAULT"):
         from . import _faults
 

@@ -6,6 +6,16 @@ seed mismatch from then on; the shim hashes the module's parameters as they
 come in (blake2b-64 over each parameter's bytes, in parameters() order), the
 `fingerprint` event with what=params, step=0.
 
+After the constructor the shim hashes them again (at=ddp_ready: DDP's
+broadcast made them equal, or it did not), and then at the 1st, 2nd, 4th,
+8th, ... optimizer step (at=optimizer_step, step = that count): replicas
+that were equal and then differ trained on gradients that were not
+all-reduced (a model used outside its DDP wrapper, a manual gradient path).
+A DDP built with broadcast_buffers=False has its buffers hashed at the same
+points (what=buffers): they drift apart with every rank's own data. Each
+hash reads every parameter once, at a number of steps that grows as the log
+of the run's length.
+
 Gradient all-reduce: DDP's Reducer all-reduces the gradient buckets from
 C++, during backward(), out of Python's sight. The shim does not reach into
 it (a communication hook would change what DDP runs: a Python hook's
@@ -25,7 +35,7 @@ import hashlib
 import threading
 import weakref
 
-from . import _dist, _faults, _instrument, _state, _steps
+from . import _dist, _faults, _instrument, _site, _state, _steps
 
 _pending = threading.local()  # .sync: (op fields) of the gradient sync the next backward does
 _grads = weakref.WeakKeyDictionary()  # DDP module -> (numel, dtype) of its gradients
@@ -40,11 +50,43 @@ def _param_bytes(p):
     return ctypes.string_at(t.data_ptr(), n) if n else b""
 
 
-def fingerprint(module):
+def fingerprint(module, tensors="parameters"):
     h = hashlib.blake2b(digest_size=8)
-    for p in module.parameters():
+    for p in getattr(module, tensors)():
         h.update(_param_bytes(p))
     return h.hexdigest()
+
+
+_wrapped = []          # weakrefs to every DDP module, in construction order
+_optimizer_steps = 0   # optimizer step() calls so far
+
+
+def _emit_fingerprints(rec, at, step, modules):
+    """params (and buffers, of modules that do not broadcast them) of `modules` as one hash each."""
+    inner = [m.module for m in modules]
+    h = hashlib.blake2b(digest_size=8)
+    for m in inner:
+        h.update(fingerprint(m).encode())
+    rec.emit("fingerprint", what="params", step=step, hash=h.hexdigest(), at=at)
+    own = [m.module for m in modules if not getattr(m, "broadcast_buffers", True) and any(True for _ in m.module.buffers())]
+    if own:
+        b = hashlib.blake2b(digest_size=8)
+        for m in own:
+            b.update(fingerprint(m, "buffers").encode())
+        rec.emit("fingerprint", what="buffers", step=step, hash=b.hexdigest(), at=at)
+
+
+def on_optimizer_step():
+    """At the 1st, 2nd, 4th, ... optimizer step: the replicas' fingerprints."""
+    global _optimizer_steps
+    _optimizer_steps += 1
+    n = _optimizer_steps
+    rec = _state.recorder
+    if rec is None or n & (n - 1):
+        return
+    modules = [m for m in (w() for w in _wrapped) if m is not None]
+    if modules:
+        _emit_fingerprints(rec, "optimizer_step", n, modules)
 
 
 def _expect_sync(ddp):
@@ -83,7 +125,7 @@ def _wrap_backward(orig):
                 return None  # this rank's gradients never join the all-reduce
             if action is not None:
                 return _dist.mismatched(action, "allreduce", None, seq, numel, dtype, extra)
-        rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra)
+        rec.collective("collective_begin", "allreduce", seq, numel, dtype, extra + _site.fields())
         result = orig(*args, **kwargs)  # raises: no collective_end (it never completed)
         rec.collective("collective_end", "allreduce", seq, numel, dtype, extra)
         return result
@@ -117,10 +159,16 @@ def _patch_init(DDP):
         if rec is not None:
             try:
                 module_arg = args[0] if args else kwargs["module"]
-                rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module_arg))
+                rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module_arg), at="ddp_init")
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("ddp.fingerprint", e)
         orig_init(self, *args, **kwargs)
+        if rec is not None:
+            try:
+                _wrapped.append(weakref.ref(self))
+                _emit_fingerprints(rec, "ddp_ready", 0, [self])
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("ddp.fingerprint", e)
 
     __init__.__faultline_wrapped__ = orig_init
     DDP.__init__ = __init__
@@ -151,6 +199,9 @@ def _patch_forward(DDP):
 
     forward.__faultline_wrapped__ = orig_forward
     DDP.forward = forward
+
+
+_steps.after_optimizer_step.append(on_optimizer_step)
 
 
 def patch(module):

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 
-from . import _faults, _instrument, _state
+from . import _faults, _instrument, _site, _state
 
 # name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
 _COLLECTIVES = {
@@ -227,7 +227,8 @@ def mismatched(variant, op, group, seq, numel, dtype, extra):
         new_op, t = op, torch.zeros(numel + 1, dtype=dt)
     else:
         new_op, t = ("broadcast" if op != "broadcast" else "allreduce"), torch.zeros(max(numel, 1), dtype=dt)
-    rec.collective("collective_begin", new_op, seq, t.numel(), str(t.dtype).replace("torch.", ""), extra)
+    rec.collective("collective_begin", new_op, seq, t.numel(), str(t.dtype).replace("torch.", ""),
+                   extra + _site.fields())
     _local.busy = True
     try:
         if new_op == "broadcast":
@@ -283,7 +284,7 @@ def _wrap(orig, op, tensor_param, peer_param, name):
                 mismatched(action, op, group, seq, numel, dtype, extra)
                 return _SkippedWork() if is_async else None
         if not is_async:
-            rec.collective("collective_begin", op, seq, numel, dtype, extra)
+            rec.collective("collective_begin", op, seq, numel, dtype, extra + _site.fields())
         _local.busy = True
         try:
             result = orig(*args, **kwargs)
@@ -294,7 +295,7 @@ def _wrap(orig, op, tensor_param, peer_param, name):
         elif result is not None:
             # Recorded only when its end can be seen too: an open collective_begin means "waiting".
             try:
-                rec.collective("collective_begin", op, seq, numel, dtype, extra)
+                rec.collective("collective_begin", op, seq, numel, dtype, extra + _site.fields())
                 if not end_when_done(rec, result, group, op, seq, numel, dtype, extra):
                     rec.collective("collective_end", op, seq, numel, dtype, extra + ',"unobserved":true')
             except Exception as e:  # noqa: BLE001
@@ -330,7 +331,7 @@ def _wrap_plain(orig, op, tensors_at, name):
                 if action != "skip":
                     mismatched(action, "allreduce", None, seq, numel, dtype, extra)
                 return None
-        rec.collective("collective_begin", op, seq, numel, dtype, extra)
+        rec.collective("collective_begin", op, seq, numel, dtype, extra + _site.fields())
         _local.busy = True
         try:
             result = orig(*args, **kwargs)
@@ -346,6 +347,10 @@ def _wrap_plain(orig, op, tensors_at, name):
 def _wrap_init(orig):
     @functools.wraps(orig)
     def init_process_group(*args, **kwargs):
+        rec = _state.recorder
+        if rec is not None:
+            # This rank is joining: a peer that exits before this is why it waits.
+            rec.emit("pg_init_begin")
         result = orig(*args, **kwargs)
         rec = _state.recorder
         if rec is not None:

@@ -26,6 +26,19 @@ def _user_frame(frames):
     return frames[-1] if frames else None
 
 
+# The formatted exception goes into the event whole, but not without bound
+# (a recursion error prints thousands of frames): its head holds the first
+# cause, its tail the exception that propagated.
+_MAX_TRACEBACK = 64 * 1024
+
+
+def _formatted(etype, value, tb):
+    text = "".join(traceback.format_exception(etype, value, tb))
+    if len(text) > _MAX_TRACEBACK:
+        text = text[: _MAX_TRACEBACK * 3 // 4] + "\n...\n" + text[-_MAX_TRACEBACK // 4 :]
+    return text
+
+
 def _stack(frames):
     # Innermost first, as native backtraces are: "function (file:line)".
     return ["%s (%s:%d)" % (f.name, f.filename, f.lineno or 0) for f in reversed(frames)]
@@ -45,6 +58,7 @@ def record(etype, value, tb, thread=None, error_file=True):
         "file": where.filename if where else "",
         "line": (where.lineno or 0) if where else 0,
         "stack": _stack(frames),
+        "traceback": _formatted(etype, value, tb),
     }
     if thread is not None:
         fields["thread"] = thread

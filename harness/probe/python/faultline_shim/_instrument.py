@@ -96,6 +96,12 @@ def attempt(name, patch, *args):
     return True
 
 
+def failed_as_a_whole(labels, exc):
+    """Patch modules that could not be set up at all: each label failed."""
+    for label in labels:
+        _note(label, error_text(exc))
+
+
 def broke(name, exc):
     """A patch that applied failed while the trainer ran: said once per patch."""
     if name in _broken:

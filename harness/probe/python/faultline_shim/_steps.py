@@ -13,6 +13,9 @@ from . import _data, _instrument, _state
 
 _open = False
 _step = 1  # steps count from 1, as the reference trainer's do
+# Called after every optimizer step() returns, in a DDP step or not (the
+# replicas' fingerprints, _ddp).
+after_optimizer_step = []
 
 
 def current_step():
@@ -57,6 +60,11 @@ def _wrap_step(step):
                 on_optimizer_step()
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("optim.step", e)
+            for fn in after_optimizer_step:
+                try:
+                    fn()
+                except Exception as e:  # noqa: BLE001
+                    _instrument.broke("ddp.fingerprint", e)
         return out
 
     wrapper.__faultline_wrapped__ = step

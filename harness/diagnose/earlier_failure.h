@@ -1,0 +1,37 @@
+// An earlier failure of a part of a rank that causes its later, seemingly
+// unrelated one: a thread that died of an uncaught exception (printed by
+// threading.excepthook, or the shim's error event with `thread`), a DataLoader
+// worker killed by a signal. The earlier failure is the rank's; the later one
+// becomes its outer layer. docs/DIAGNOSIS.md section 2.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "harness/diagnose/evidence.h"
+
+namespace faultline::diagnose {
+
+// torch's DataLoader reporting a worker's death in the main process:
+//   "DataLoader worker (pid 123) is killed by signal: Killed. "
+//   "DataLoader worker (pid 123) exited unexpectedly with exit code 1. Details are lost ..."
+//   "DataLoader worker (pid(s) 123, 124) exited unexpectedly"
+// as the worker's own failure: kind signal (the signal named from its
+// strsignal text) or exit_code, `worker` naming it. A worker ended by a
+// teardown's signal (SIGTERM, SIGINT, SIGHUP) is collateral.
+std::optional<Evidence> parseWorkerDeath(std::string_view text);
+
+// torch's signal handler in a DataLoader worker, before it dies:
+// "ERROR: Unexpected segmentation fault encountered in worker." (bus error,
+// with "insufficient shared memory (shm)"; floating-point exception).
+std::optional<Evidence> parseWorkerFatal(std::string_view line);
+
+// How the rank failed, the onion whole: the error that ended it
+// (terminalError), unless an earlier failure of one of its parts caused it:
+// the worker death that error reports, or a thread that died before it (and
+// not of a collateral error). Then that earlier failure, with the later error
+// and its wrappers as its outer layers. nullopt when there is no evidence.
+std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors);
+
+}  // namespace faultline::diagnose

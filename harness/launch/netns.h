@@ -1,0 +1,57 @@
+// Network namespaces as the hosts of a multi-node run on one machine
+// (docs/MULTINODE.md, "Network namespaces"): one namespace per node, one veth
+// pair per node with its host side on a bridge in the root namespace, the
+// bridge without an address, no route out of any namespace. Named from the
+// run id; created before the run starts and removed when it ends. A run that
+// never got to remove them (faultline SIGKILLed) leaves an owner file whose
+// pid is dead: the next multi-node run's start, and `ci/netns-clean`, sweep
+// those (sweepStaleNetworks).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "harness/model/error.h"
+
+namespace faultline::launch {
+
+struct NodeNet {
+  std::string name;     // "n1"
+  std::string netns;    // "fl3a9f1cn1"
+  std::string host_if;  // the veth's host side, on the bridge: "fl3a9f1ch1"
+  std::string node_if;  // its side inside the namespace: "fl3a9f1cv1"
+  std::string addr;     // "10.x.y.1"
+};
+
+struct RunNetwork {
+  std::string tag;     // "fl3a9f1c": every name starts with it (<= 15 chars with a suffix)
+  std::string bridge;  // "fl3a9f1cb"
+  std::string subnet;  // "10.x.y" (/24)
+  std::vector<NodeNet> nodes;
+};
+
+// Where owner files live: DIR/TAG holds the pid of the faultline that made TAG.
+inline constexpr const char* kNetnsOwnerDir = "/run/faultline-netns";
+
+// The names and addresses for a run of `nodes` nodes (pure).
+RunNetwork planNetwork(const std::string& run_id, int nodes);
+
+// Creates the bridge, namespaces and veth pairs, checks that no route leads
+// out; on any failure removes what it made. kSystem naming the step.
+Result<void> createNetwork(const RunNetwork& net);
+// Removes everything of `net` (each step tried, whatever failed before) and
+// its owner file; the error lists what could not be removed.
+Result<void> removeNetwork(const RunNetwork& net);
+// Non-empty: why a route in `netns` may lead out of the run's subnet.
+std::string routeOutProblem(const std::string& netns, const std::string& subnet);
+// Node faults on the host side of a node's veth: the link down or up (a
+// partition), a tbf rate limit ("200kbit"; this kernel has no netem).
+Result<void> setLinkUp(const std::string& ifname, bool up);
+Result<void> rateLimitLink(const std::string& ifname, const std::string& rate);
+// The namespaces and links of this tag that still exist.
+std::vector<std::string> leftoverOf(const std::string& tag);
+// Removes the namespaces and bridges of runs whose owner is dead (or that
+// have no owner file and no process inside); returns the tags removed.
+std::vector<std::string> sweepStaleNetworks();
+
+}  // namespace faultline::launch

@@ -1,0 +1,166 @@
+// The torchrun-multinode stack: one torchrun agent per node, each node a
+// network namespace of this machine (netns.h), static rendezvous at node n1's
+// address (docs/MULTINODE.md, "torchrun across namespaces").
+//
+// The launcher process is one small driver (bash) that faultline starts: it
+// starts every node's process (`ip netns exec NS env FAULTLINE_NODE=nK
+// GLOO_SOCKET_IFNAME=IF faultline agent --node nK --link IF -- torchrun
+// --nnodes N --node_rank K-1 --master_addr ADDR ...`), waits for all of them
+// and exits with the first non-zero status (0 when all succeeded). So every
+// rank stays a descendant of the launcher process, found by RANK as under
+// torchrun, and the containment and teardown of one node work unchanged.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/launch/elastic_launcher.h"
+#include "harness/launch/netns.h"
+#include "harness/model/atomic_file.h"
+
+namespace faultline::launch {
+namespace {
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+int intFlag(const std::vector<std::string>& cmd, const std::string& flag, int fallback) {
+  const std::string v = flagValue(cmd, flag);
+  return v.empty() ? fallback : std::atoi(v.c_str());
+}
+
+std::string selfExe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "faultline" : p.string();
+}
+
+class TorchrunMultinodeLauncher final : public ElasticLauncher {
+ public:
+  std::string name() const override { return "torchrun-multinode"; }
+  bool spansNodes() const override { return true; }
+
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    const TorchInstall& torch = *in.torch;
+    if (torch.torchrun.empty()) {
+      return tl::unexpected(Unsupported{"torch " + torch.version + " at " + torch.python + " has no torchrun beside it"});
+    }
+    if (::geteuid() != 0) return tl::unexpected(Unsupported{"network namespaces need root"});
+    const scenario::Scenario& s = *in.scenario;
+    const int nodes = std::max(s.stack.nodes, 1);
+    if (s.stack.world_size % nodes != 0) {
+      return tl::unexpected(Unsupported{"world_size " + std::to_string(s.stack.world_size) + " is not a multiple of " +
+                                        std::to_string(nodes) + " nodes"});
+    }
+    // What every node runs; start() adds each node's --node_rank and --master_addr.
+    std::vector<std::string> cmd = {torch.torchrun, "--nnodes=" + std::to_string(nodes),
+                                    "--nproc_per_node=" + std::to_string(s.stack.world_size / nodes),
+                                    "--master_port=" + std::to_string(in.master_port)};
+    appendTorchrunTrainer(cmd, in);
+    return PlannedStart{cmd, 1};
+  }
+
+  StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
+    if (!torch) return {};
+    if (torch->torchrun.empty()) return {torch->torchrun, "no torchrun beside " + torch->python, {}, ""};
+    if (::geteuid() != 0) return {torch->torchrun, "network namespaces need root", {}, ""};
+    return {torch->torchrun, "", oneRankJob({torch->torchrun}, scratch + "/torchrun-multinode@" + torch->series),
+            "a one-rank torchrun job"};
+  }
+
+  Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const override {
+    if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
+    const int nodes = intFlag(opts.command, "--nnodes", 1);
+    (void)sweepStaleNetworks();
+    const RunNetwork net = planNetwork(opts.run_id, nodes);
+    if (auto r = createNetwork(net); !r) return tl::unexpected(r.error());
+    // Which namespace and link is which node (for the diagnosis and the tests' own teardown check).
+    nlohmann::json j = {{"tag", net.tag}, {"bridge", net.bridge}, {"subnet", net.subnet + ".0/24"}, {"nodes", nlohmann::json::array()}};
+    for (const auto& n : net.nodes) {
+      j["nodes"].push_back({{"name", n.name}, {"netns", n.netns}, {"link", n.host_if}, {"ifname", n.node_if}, {"addr", n.addr}});
+    }
+    if (auto r = makeDirs(layout.nodesDir()); r) (void)writeFileAtomically(layout.nodesDir() + "/network.json", j.dump(2) + "\n");
+    LaunchOptions driver = opts;
+    driver.command = {"/bin/bash", "-c", driverScript(opts, layout, net), "faultline-nodes"};
+    auto started = ElasticLauncher::start(driver, layout, placement);
+    if (!started) (void)removeNetwork(net);
+    return started;
+  }
+
+  std::vector<std::string> finish(const LaunchOptions& opts) const override {
+    const RunNetwork net = planNetwork(opts.run_id, intFlag(opts.command, "--nnodes", 1));
+    std::vector<std::string> left;
+    if (auto r = removeNetwork(net); !r) left.push_back("netns: " + r.error().message);
+    // A namespace's own veth goes when the kernel frees the namespace, moments later.
+    for (int i = 0; i < 50; ++i) {
+      if (leftoverOf(net.tag).empty()) break;
+      ::usleep(20000);
+    }
+    for (const auto& l : leftoverOf(net.tag)) left.push_back("netns: " + l + " still exists");
+    return left;
+  }
+
+ private:
+  // The node's command line: torchrun's own, placed and named.
+  static std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net,
+                                              int k) {
+    const NodeNet& node = net.nodes[k];
+    std::vector<std::string> cmd = {"/usr/sbin/ip", "netns", "exec", node.netns, "/usr/bin/env",
+                                    "FAULTLINE_NODE=" + node.name, "GLOO_SOCKET_IFNAME=" + node.node_if};
+    // The node agent (docs/MULTINODE.md) runs the node's torchrun and records it in OUT/nodes/nK/.
+    cmd.insert(cmd.end(), {selfExe(), "agent", "--out", layout.outDir(), "--node", node.name, "--link", node.node_if, "--"});
+    const std::vector<std::string>& t = opts.command;
+    cmd.push_back(t.front());
+    cmd.push_back("--node_rank=" + std::to_string(k));
+    cmd.push_back("--master_addr=" + net.nodes.front().addr);
+    for (size_t i = 1; i < t.size(); ++i) {
+      // Node n1 keeps --log_dir (its local ranks are the global ones, as on
+      // one node); the others log beside their node's part of the run.
+      const bool log_dir = t[i] == "--log_dir" || t[i] == "--log-dir";
+      if (log_dir && k > 0 && i + 1 < t.size()) {
+        cmd.push_back(t[i]);
+        cmd.push_back(layout.nodeLogsDir(node.name));
+        ++i;
+        continue;
+      }
+      cmd.push_back(t[i]);
+    }
+    return cmd;
+  }
+
+  static std::string driverScript(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net) {
+    std::string s = "pids=()\n";
+    for (size_t k = 0; k < net.nodes.size(); ++k) {
+      std::error_code ec;
+      std::filesystem::create_directories(layout.nodeDir(net.nodes[k].name), ec);
+      std::string line;
+      for (const auto& a : nodeCommand(opts, layout, net, static_cast<int>(k))) line += shellQuote(a) + " ";
+      s += line + "</dev/null &\npids+=($!)\n";
+    }
+    // The first non-zero status of the nodes (in node order), 0 when every
+    // node succeeded. `wait PID`, not `wait -n`: a non-interactive bash may
+    // have reaped two nodes that ended together, and `wait -n` then answers 127.
+    s += "rc=0\nfor p in \"${pids[@]}\"; do wait \"$p\"; s=$?; if [ \"$rc\" -eq 0 ] && [ \"$s\" -ne 0 ]; then rc=$s; fi; done\n"
+         "exit \"$rc\"\n";
+    return s;
+  }
+};
+
+}  // namespace
+
+const Launcher& torchrunMultinodeLauncher() {
+  static const TorchrunMultinodeLauncher kLauncher;
+  return kLauncher;
+}
+
+}  // namespace faultline::launch

@@ -1,0 +1,260 @@
+// An earlier failure of a rank's part (a thread, a DataLoader worker) as the
+// cause of its later error (docs/DIAGNOSIS.md section 2), and the guards: a
+// collateral thread error, a handled and logged traceback, unordered sources.
+#include "harness/diagnose/earlier_failure.h"
+
+#include <gtest/gtest.h>
+
+#include "harness/diagnose/rank_log.h"
+
+namespace faultline::diagnose {
+namespace {
+
+TEST(WorkerDeath, TorchsSentences) {
+  auto k = parseWorkerDeath("DataLoader worker (pid 1395) is killed by signal: Killed. ");
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->kind, Kind::kSignal);
+  EXPECT_EQ(k->signal, "SIGKILL");
+  EXPECT_EQ(k->worker, "DataLoader worker (pid 1395)");
+  EXPECT_EQ(k->message, "DataLoader worker (pid 1395) is killed by signal: Killed.");
+  EXPECT_NE(k->note.find("OOM"), std::string::npos);
+  EXPECT_FALSE(k->collateral);
+  auto s = parseWorkerDeath("RuntimeError: DataLoader worker (pid 77) is killed by signal: Segmentation fault. ");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->signal, "SIGSEGV");
+  auto b = parseWorkerDeath("DataLoader worker (pid 8) is killed by signal: Bus error. It is possible that dataloader's workers are out of shared memory.");
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->signal, "SIGBUS");
+  auto x = parseWorkerDeath(
+      "DataLoader worker (pid 9) exited unexpectedly with exit code 3. Details are lost due to multiprocessing.");
+  ASSERT_TRUE(x);
+  EXPECT_EQ(x->kind, Kind::kExitCode);
+  EXPECT_EQ(x->exit_code, 3);
+  auto p = parseWorkerDeath("RuntimeError: DataLoader worker (pid(s) 12, 13) exited unexpectedly");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->worker, "DataLoader worker (pid(s) 12, 13)");
+  EXPECT_FALSE(p->exit_code);
+  // A teardown's signal is collateral; other text is no worker death.
+  auto t = parseWorkerDeath("DataLoader worker (pid 5) is killed by signal: Terminated. ");
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->collateral);
+  EXPECT_FALSE(parseWorkerDeath("DataLoader worker (pid 5) is fine"));
+  EXPECT_FALSE(parseWorkerDeath("DataLoader worker (pid 5) is killed by signal: No such signal. "));
+  EXPECT_FALSE(parseWorkerDeath("DataLoader worker (pid"));
+}
+
+TEST(WorkerDeath, TheWorkersOwnReport) {
+  auto e = parseWorkerFatal("ERROR: Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).");
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->signal, "SIGBUS");
+  EXPECT_EQ(e->message, "Unexpected bus error encountered in worker. This might be caused by insufficient shared memory (shm).");
+  EXPECT_EQ(parseWorkerFatal("[rank1]: ERROR: Unexpected segmentation fault encountered in worker.")->signal, "SIGSEGV");
+  EXPECT_FALSE(parseWorkerFatal("ERROR: Unexpected frobnication encountered in worker."));
+  EXPECT_FALSE(parseWorkerFatal("segmentation fault encountered"));
+}
+
+// A rank's stderr as Python 3.11 prints it: the thread's traceback, then the main thread's.
+constexpr const char* kThreadThenEmpty =
+    "Exception in thread prefetch:\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/usr/lib/python3.11/threading.py\", line 1038, in _bootstrap_inner\n"
+    "    self.run()\n"
+    "  File \"/app/train.py\", line 126, in run\n"
+    "    raise ValueError(\"checksum mismatch in shard %d\" % step)\n"
+    "ValueError: checksum mismatch in shard 3\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/app/train.py\", line 200, in <module>\n"
+    "    main()\n"
+    "  File \"/app/train.py\", line 140, in value\n"
+    "    return self.done.get(timeout=3)\n"
+    "  File \"/usr/lib/python3.11/queue.py\", line 179, in get\n"
+    "    raise Empty\n"
+    "_queue.Empty\n";
+
+TEST(RankFailure, AThreadThatDiedFirstIsTheCause) {
+  const RankLog log = scanRankLog(kThreadThenEmpty);
+  ASSERT_EQ(log.errors.size(), 2u);
+  EXPECT_EQ(log.errors[0].thread, "prefetch");
+  EXPECT_EQ(terminalError(log.errors)->type, "_queue.Empty");
+  auto f = rankFailure(log.errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "ValueError");
+  EXPECT_EQ(f->thread, "prefetch");
+  EXPECT_EQ(f->location->line, 126);
+  ASSERT_EQ(f->chain.size(), 1u);
+  EXPECT_EQ(f->chain[0], "_queue.Empty (/app/train.py:140)");
+  EXPECT_EQ(describe(*f), "ValueError: checksum mismatch in shard 3 (/app/train.py:126) in thread prefetch");
+}
+
+TEST(RankFailure, ACollateralThreadErrorIsNoCause) {
+  const std::string text =
+      "Exception in thread heartbeat:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 30, in beat\n"
+      "    store.set(\"hb\", \"1\")\n"
+      "RuntimeError: Connection reset by peer\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 60, in main\n"
+      "    b = c\n"
+      "NameError: name 'c' is not defined\n";
+  auto f = rankFailure(scanRankLog(text).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "NameError");
+  EXPECT_TRUE(f->chain.empty());
+}
+
+TEST(RankFailure, AHandledLoggedTracebackIsNoCause) {
+  // logging.exception(): the process went on; no part of it died.
+  const std::string text =
+      "ERROR:root:no warmup configured, going on without it\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 100, in read_config\n"
+      "    return cfg[key]\n"
+      "KeyError: 'warmup'\n"
+      "UserWarning: something unrelated\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 184, in strike\n"
+      "    b = c\n"
+      "NameError: name 'c' is not defined\n";
+  auto f = rankFailure(scanRankLog(text).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "NameError");
+  EXPECT_EQ(f->location->line, 184);
+}
+
+TEST(RankFailure, AThreadThatDiedAfterwardsIsNoCause) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 60, in main\n"
+      "    b = c\n"
+      "NameError: name 'c' is not defined\n"
+      "Exception in thread uploader:\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 30, in run\n"
+      "    x = 1 / 0\n"
+      "ZeroDivisionError: division by zero\n";
+  const RankLog log = scanRankLog(text);
+  // The last primary error ends the rank; a dead thread is its own failure then.
+  auto f = rankFailure(log.errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->thread, "uploader");
+  EXPECT_TRUE(f->chain.empty());
+}
+
+TEST(RankFailure, EventsAreOrderedByTheirClockAndOtherFilesNot) {
+  Evidence thread;
+  thread.kind = Kind::kPythonException;
+  thread.type = "ZeroDivisionError";
+  thread.thread = "prefetch";
+  thread.origin = "events.jsonl";
+  thread.t_ns = 100;
+  Evidence main;
+  main.kind = Kind::kPythonException;
+  main.type = "KeyError";
+  main.message = "3";
+  main.origin = "events.jsonl";
+  main.t_ns = 200;
+  auto f = rankFailure({thread, main});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "ZeroDivisionError");
+  EXPECT_EQ(f->chain, std::vector<std::string>{"KeyError: 3"});
+  // The thread's error from another file, with no clock: not ordered, not taken.
+  thread.origin = "stderr";
+  thread.t_ns.reset();
+  EXPECT_EQ(rankFailure({thread, main})->type, "KeyError");
+  // Later by the clock: not a cause.
+  thread.origin = "events.jsonl";
+  thread.t_ns = 300;
+  EXPECT_EQ(rankFailure({main, thread})->thread, "prefetch");  // the last error, the thread's own
+  EXPECT_EQ(rankFailure({thread, main})->type, "KeyError");
+}
+
+TEST(RankFailure, AWorkerKilledBySignalUnderTheMainProcessError) {
+  // torch 2.13 (the main process's SIGCHLD handler raises wherever it was),
+  // after the worker's own report.
+  const std::string text =
+      "ERROR: Unexpected segmentation fault encountered in worker.\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 169, in train\n"
+      "    ddp.mean_loss(ddp.train_step(model, opt, xb, yb))\n"
+      "  File \"/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/signal_handling.py\", line 73, in handler\n"
+      "    _error_if_any_worker_fails()\n"
+      "RuntimeError: DataLoader worker (pid 1395) is killed by signal: Segmentation fault. \n";
+  auto f = rankFailure(scanRankLog(text).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Kind::kSignal);
+  EXPECT_EQ(f->signal, "SIGSEGV");
+  EXPECT_EQ(f->worker, "DataLoader worker (pid 1395)");
+  EXPECT_EQ(f->note, "Unexpected segmentation fault encountered in worker.");
+  ASSERT_EQ(f->chain.size(), 1u);
+  EXPECT_EQ(f->chain[0].rfind("RuntimeError: DataLoader worker (pid 1395) is killed by signal: Segmentation fault.", 0), 0u);
+}
+
+TEST(RankFailure, AWorkerThatExitedBehindAnEmptyQueue) {
+  // "exited unexpectedly" is raised from the queue.Empty that noticed it.
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1251, in _try_get_data\n"
+      "    data = self._data_queue.get(timeout=timeout)\n"
+      "  File \"/usr/lib/python3.11/queue.py\", line 179, in get\n"
+      "    raise Empty\n"
+      "_queue.Empty\n"
+      "\n"
+      "The above exception was the direct cause of the following exception:\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 157, in train\n"
+      "    for step, (xb, yb) in enumerate(loader):\n"
+      "  File \"/opt/venv/lib/python3.11/site-packages/torch/utils/data/dataloader.py\", line 1264, in _try_get_data\n"
+      "    raise RuntimeError(f\"DataLoader worker (pid(s) {pids_str}) exited unexpectedly\") from e\n"
+      "RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly\n";
+  const RankLog log = scanRankLog(text);
+  ASSERT_EQ(log.errors.size(), 1u);
+  // The bare Empty names no failure: the RuntimeError is the chain's root, the Empty inside it.
+  EXPECT_EQ(log.errors[0].type, "RuntimeError");
+  EXPECT_EQ(log.errors[0].inner, std::vector<std::string>{"_queue.Empty (/usr/lib/python3.11/queue.py:179)"});
+  auto f = rankFailure(log.errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Kind::kExitCode);
+  EXPECT_EQ(f->worker, "DataLoader worker (pid(s) 4242)");
+  // Outermost first: the error that propagated, the Empty inside it, then the worker's death itself.
+  const std::vector<std::string> outer{"RuntimeError: DataLoader worker (pid(s) 4242) exited unexpectedly (/app/train.py:157)",
+                                       "_queue.Empty (/usr/lib/python3.11/queue.py:179)"};
+  EXPECT_EQ(f->chain, outer);
+}
+
+TEST(RankFailure, AWorkersOwnReportSaysHowAnUnexplainedExitWas) {
+  // torch 1.13 under torchrun, --no-instrument: the worker's handler line, then
+  // the main process noticed only that the worker was gone.
+  const std::string text =
+      "ERROR: Unexpected segmentation fault encountered in worker.\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 158, in train\n"
+      "    for step, (xb, yb) in enumerate(loader):\n"
+      "RuntimeError: DataLoader worker (pid(s) 13385) exited unexpectedly\n";
+  auto f = rankFailure(scanRankLog(text).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Kind::kSignal);
+  EXPECT_EQ(f->signal, "SIGSEGV");
+  EXPECT_EQ(f->note, "Unexpected segmentation fault encountered in worker.");
+}
+
+TEST(RankFailure, APrefixPushedOffTheLineStartIsStillARanksLine) {
+  // torch 2.13 under torchrun: the worker's report ends in its string's NUL,
+  // which starts the rank's next line (captured byte for byte).
+  const std::string text = std::string("ERROR: Unexpected segmentation fault encountered in worker.\n") + '\0' +
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:   File \"/app/train.py\", line 170, in train\n"
+      "[rank1]:     ddp.mean_loss(ddp.train_step(model, opt, xb, yb))\n"
+      "[rank1]: RuntimeError: DataLoader worker (pid 12776) is killed by signal: Segmentation fault. \n";
+  const RankLog log = scanRankLog(text);
+  ASSERT_EQ(log.errors.size(), 2u);
+  EXPECT_EQ(log.errors[1].type, "RuntimeError");
+  auto f = rankFailure(log.errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->worker, "DataLoader worker (pid 12776)");
+  EXPECT_EQ(f->signal, "SIGSEGV");
+}
+
+}  // namespace
+}  // namespace faultline::diagnose

@@ -1,0 +1,53 @@
+// A native trainer that links only faultline::probe, for the probe's scripted
+// faults end to end: STEPS steps (argv[1], default 6), each with one
+// "allreduce" that is a real barrier across WORLD_SIZE ranks (files in
+// $FAULTLINE_RUN_DIR/barrier), so a rank that never enters it leaves its
+// peers waiting there, as a hung collective does. No fault code of its own:
+// the faults come from FAULTLINE_FAULT, struck by the probe.
+#include <faultline/probe.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace {
+
+void barrier(const std::string& dir, int rank, int world, int64_t seq) {
+  const std::string mine = dir + "/" + std::to_string(seq) + "." + std::to_string(rank);
+  const int fd = ::open(mine.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd >= 0) ::close(fd);
+  for (int r = 0; r < world; ++r) {
+    const std::string theirs = dir + "/" + std::to_string(seq) + "." + std::to_string(r);
+    while (::access(theirs.c_str(), F_OK) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fl_probe_install_crash_handlers();
+  const int rank = std::getenv("RANK") ? std::atoi(std::getenv("RANK")) : 0;
+  const int world = std::getenv("WORLD_SIZE") ? std::atoi(std::getenv("WORLD_SIZE")) : 1;
+  const int steps = argc > 1 ? std::atoi(argv[1]) : 6;
+  const char* run_dir = std::getenv("FAULTLINE_RUN_DIR");
+  const std::string dir = std::string(run_dir ? run_dir : "/tmp") + "/barrier";
+  ::mkdir(dir.c_str(), 0755);
+  fl_probe_start(world, "files", "cpu");
+  int64_t seq = 0;
+  for (int step = 1; step <= steps; ++step) {
+    fl_probe_step_begin(step, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the step's compute
+    fl_probe_collective_begin("allreduce", seq, 1, "float32");
+    barrier(dir, rank, world, seq);
+    fl_probe_collective_end("allreduce", seq, 1, "float32");
+    ++seq;
+    fl_probe_step_end(step, 0);
+  }
+  fl_probe_exit(0);
+  return 0;
+}

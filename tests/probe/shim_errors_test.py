@@ -1,0 +1,104 @@
+"""The shim's error events and its library policy, without torch: the event
+carries the exception as Python prints it (chain, thread), and the location
+is the innermost frame of user code by the same policy as the harness's
+harness/diagnose/library_paths.cc (docs/DIAGNOSIS.md section 8).
+
+Run: python3 tests/probe/shim_errors_test.py (ctest: shim_errors)."""
+import importlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness", "probe", "python"))
+
+from faultline_shim import _errors, _events, _state  # noqa: E402
+
+
+class LibraryPolicy(unittest.TestCase):
+    def test_torch_and_its_dependencies_are_library(self):
+        for p in ["/usr/lib/python3/dist-packages/torch/nn/modules/module.py",
+                  "/opt/venv/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py",
+                  "/opt/venv/lib/python3.11/site-packages/sympy/core/expr.py",
+                  "/opt/venv/lib/python3.11/site-packages/typing_extensions.py",
+                  "/root/.pyenv/versions/3.11.7/lib/python3.11/threading.py",
+                  "/usr/lib/python3.11/multiprocessing/process.py",
+                  "<frozen importlib._bootstrap>", ""]:
+            self.assertTrue(_state.is_library_file(p), p)
+
+    def test_user_packages_are_the_users(self):
+        for p in ["/home/u/.local/lib/python3.11/site-packages/shardkit/reader.py",
+                  "/opt/venv/lib/python3.11/site-packages/numpy/core/fromnumeric.py",
+                  "/usr/lib/python3/dist-packages/mytrainer/loop.py",
+                  "/work/project/third_party/aten/model.py",
+                  "/work/project/train.py"]:
+            self.assertFalse(_state.is_library_file(p), p)
+
+    def test_the_shim_is_library(self):
+        self.assertTrue(_state.is_library_file(os.path.join(_state.SHIM_DIR, "_dist.py")))
+
+    def test_extra_prefixes_from_the_environment(self):
+        os.environ["FAULTLINE_LIBRARY_PATHS"] = "/opt/vendor:/srv/lib/"
+        try:
+            importlib.reload(_state)
+            self.assertTrue(_state.is_library_file("/opt/vendor/x.py"))
+            self.assertTrue(_state.is_library_file("/srv/lib/y/z.py"))
+            self.assertFalse(_state.is_library_file("/opt/vendorlib/x.py"))
+        finally:
+            del os.environ["FAULTLINE_LIBRARY_PATHS"]
+            importlib.reload(_state)
+
+
+class ErrorEvent(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.path = os.path.join(self.dir, "events.jsonl")
+        _state.recorder = _events.Recorder(0, self.path)
+
+    def tearDown(self):
+        _state.recorder = None
+
+    def events(self):
+        with open(self.path) as f:
+            return [json.loads(line) for line in f if '"error"' in line]
+
+    def test_chained_exception_carries_its_whole_traceback(self):
+        try:
+            try:
+                {}["lr"]
+            except KeyError as e:
+                raise RuntimeError("bad config") from e
+        except RuntimeError:
+            _errors.record(*sys.exc_info(), error_file=False)
+        (ev,) = self.events()
+        self.assertEqual((ev["type"], ev["message"]), ("RuntimeError", "bad config"))
+        tb = ev["traceback"]
+        self.assertIn("KeyError: 'lr'", tb)
+        self.assertIn("The above exception was the direct cause of the following exception:", tb)
+        self.assertTrue(tb.rstrip().endswith("RuntimeError: bad config"))
+
+    def test_thread_exception_names_the_thread(self):
+        old = threading.excepthook
+        _errors.install()
+        try:
+            t = threading.Thread(target=lambda: 1 / 0, name="prefetch")
+            t.start()
+            t.join()
+        finally:
+            threading.excepthook = old
+            sys.excepthook = sys.__excepthook__
+        (ev,) = self.events()
+        self.assertEqual((ev["type"], ev["thread"]), ("ZeroDivisionError", "prefetch"))
+        self.assertIn("ZeroDivisionError: division by zero", ev["traceback"])
+
+    def test_a_huge_traceback_keeps_its_head_and_tail(self):
+        text = _errors._formatted(ValueError, ValueError("x" * 200000), None)
+        self.assertLessEqual(len(text), _errors._MAX_TRACEBACK + 16)
+        self.assertTrue(text.startswith("ValueError: xxx"))
+        self.assertIn("\n...\n", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
