@@ -21,6 +21,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import gloo_exit  # torch 2.x's abort at exit, not this trainer's fault
+
 STEPS = int(os.environ.get("STEPS", "8"))
 SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "2"))
 
@@ -68,6 +70,7 @@ def main():
             save_checkpoint(os.path.join(out, "step%d.pt" % step), state)
         if step == STEPS:
             break
+    gloo_exit.settle(model)
     dist.destroy_process_group()
 
 

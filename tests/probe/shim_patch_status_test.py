@@ -116,5 +116,62 @@ class PatchStatus(unittest.TestCase):
         self.assertTrue(e["error"].endswith("..."))
 
 
+class SignalHandlerExceptions(unittest.TestCase):
+    """An exception a Python signal handler raises while the shim's own code
+    runs is the trainer's (torch's DataLoader raises "worker is killed by
+    signal" from its SIGCHLD handler): the shim passes it on, and swallows
+    only its own."""
+
+    def setUp(self):
+        fresh()
+        import signal
+
+        def handler(signum, frame):
+            raise RuntimeError("DataLoader worker (pid 42) is killed by signal: Killed.")
+
+        self.previous = signal.signal(signal.SIGUSR2, handler)
+
+    def tearDown(self):
+        import signal
+
+        signal.signal(signal.SIGUSR2, self.previous)
+
+    def test_a_signal_handlers_exception_leaves_the_shims_bookkeeping(self):
+        import signal
+
+        from faultline_shim import _dist
+
+        class Struck:
+            dtype = "torch.float32"
+
+            def numel(self):
+                os.kill(os.getpid(), signal.SIGUSR2)  # the handler runs at the next bytecode, in here
+                return sum(range(1000))
+
+        with self.assertRaisesRegex(RuntimeError, "is killed by signal"):
+            _dist.describe_tensor(Struck())
+
+    def test_the_shims_own_error_is_still_swallowed(self):
+        from faultline_shim import _dist
+
+        class Odd:
+            def numel(self):
+                raise TypeError("not a tensor")
+
+        self.assertEqual(_dist.describe_tensor(Odd()), (0, ""))
+
+    def test_broke_passes_a_signal_handlers_exception_on_and_records_nothing(self):
+        import signal
+
+        try:
+            os.kill(os.getpid(), signal.SIGUSR2)
+            sum(range(1000))
+        except RuntimeError as e:
+            caught = e
+        with self.assertRaises(RuntimeError):
+            _instrument.broke("data.dataloader", caught)
+        self.assertNotIn("data.dataloader", _instrument._broken)
+
+
 if __name__ == "__main__":
     unittest.main()

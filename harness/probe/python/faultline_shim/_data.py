@@ -60,8 +60,8 @@ def hash_indices(indices):
     if len(indices) > 4096:
         try:
             return _hash_numpy(indices)
-        except Exception:  # noqa: BLE001  no numpy, or indices it cannot take
-            pass
+        except Exception as e:  # noqa: BLE001  no numpy, or indices it cannot take
+            _instrument.pass_through(e)
     return _hash_python(indices)
 
 
@@ -146,8 +146,8 @@ class _Recording:
             raise
         try:
             self._samples.add(item if isinstance(item, (list, tuple)) else (item,))
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.pass_through(e)
         return item
 
     def flush(self):
@@ -164,8 +164,8 @@ def _flush_pending():
     if _pending is not None:
         try:
             _pending.flush()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as e:  # noqa: BLE001
+            _instrument.pass_through(e)
 
 
 def _follow_loader_pass(it, loader):
@@ -224,7 +224,8 @@ def _patch_sampler(module):
         global _epoch
         try:
             indices = list(it)
-        except Exception:  # noqa: BLE001  the sampler's own error: raised again, as it would have been
+        except Exception as e:  # noqa: BLE001  the sampler's own error: raised again, as it would have been
+            _instrument.pass_through(e)
             return orig(self)
         try:
             _epoch = int(self.epoch)

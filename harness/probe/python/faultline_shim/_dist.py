@@ -64,7 +64,8 @@ def _group_key(group):
         try:
             ranks = sorted(_c10d._pg_group_ranks[group].keys())
             extra = ',"group":"%s"' % ",".join(str(r) for r in ranks)
-        except Exception:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001
+            _instrument.pass_through(e)
             extra = ',"group":"%x"' % key
         _labels[key] = extra
     return key, extra
@@ -97,14 +98,16 @@ def describe_tensor(t):
                 return 0, ""
             return sum(x.numel() for x in t), str(t[0].dtype).replace("torch.", "")
         return t.numel(), str(t.dtype).replace("torch.", "")
-    except Exception:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
         return 0, ""
 
 
 def is_gloo(group):
     try:
         return str(_c10d.get_backend(group)) == "gloo"
-    except Exception:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
         return False
 
 
@@ -180,7 +183,8 @@ def end_when_done(rec, work, group, op, seq, numel, dtype, extra):
     # calling thread: the callback runs right here (CUDA-stream semantics).
     try:
         fut = work.get_future()
-    except Exception:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
         return False
 
     def done(f):

@@ -79,6 +79,7 @@ def flush():
 
 
 def failed(name, exc):
+    pass_through(exc)
     try:
         _note(name, error_text(exc))
     except Exception:  # noqa: BLE001
@@ -102,8 +103,45 @@ def failed_as_a_whole(labels, exc):
         _note(label, error_text(exc))
 
 
+def _handler_codes():
+    """The code objects of the Python signal handlers installed now."""
+    import signal
+
+    codes = set()
+    for signum in signal.valid_signals():
+        try:
+            handler = signal.getsignal(signum)
+        except (ValueError, OSError):
+            continue
+        code = getattr(getattr(handler, "__func__", handler), "__code__", None)
+        if code is not None:
+            codes.add(code)
+    return codes
+
+
+def pass_through(exc):
+    """Raises exc again if it is not the shim's own: a Python signal handler
+    raised it while the shim's code ran (a DataLoader's SIGCHLD handler
+    raising "worker is killed by signal", a trainer's SIGALRM timeout). Such
+    an exception lands in whatever frame the main thread is in; swallowed
+    there it would be lost, and the trainer would fail later and otherwise.
+    Every place the shim catches an exception around its own bookkeeping
+    calls this first. An exception that is the shim's returns."""
+    tb = exc.__traceback__
+    if tb is None:
+        return
+    codes = _handler_codes()
+    while tb is not None:
+        if tb.tb_frame.f_code in codes:
+            raise exc
+        tb = tb.tb_next
+
+
 def broke(name, exc):
-    """A patch that applied failed while the trainer ran: said once per patch."""
+    """A patch that applied failed while the trainer ran: said once per patch.
+    An exception a signal handler raised is not a failure of the patch: it
+    goes on to the trainer (pass_through)."""
+    pass_through(exc)
     if name in _broken:
         return
     _broken.add(name)

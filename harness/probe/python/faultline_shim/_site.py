@@ -22,7 +22,7 @@ import linecache
 import re
 import sys
 
-from . import _state
+from . import _instrument, _state
 
 _MAX_FRAMES = 4   # the site and 3 callers
 _MAX_DEPTH = 64   # frames walked at most
@@ -99,7 +99,8 @@ def _tree(name):
 def _text(node):
     try:
         s = ast.unparse(node)
-    except Exception:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
         return ""
     return s if len(s) <= 120 else s[:117] + "..."
 
