@@ -169,6 +169,9 @@ class Trainer {
     if (fault_.kind == FaultKind::kRendezvousFailure && fault_.targets(env_.rank)) {
       announceFault(fault_, 0, env_.rank);
       if (fault_.arg != "wrong_port") {
+        // It began the rendezvous, as a rank whose store is out of reach
+        // does, and gave up inside it.
+        fl_probe_pg_init_begin(backend.c_str());
         std::fprintf(stderr, "rank %d: cannot reach the rendezvous: giving up before joining the store\n", env_.rank);
         return 1;
       }

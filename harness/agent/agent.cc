@@ -32,6 +32,8 @@ namespace faultline::agent {
 namespace {
 
 constexpr int kPollMs = 50;
+// How long a process of the run may take to finish dying after the child ends.
+constexpr int64_t kSurvivorSettleMs = 1000;
 
 int64_t nowNs() {
   timespec ts{};
@@ -316,16 +318,25 @@ int runAgent(const AgentOptions& opts, std::ostream& err) {
   scanRanks(true);
 
   // The node's own teardown proof: what of this run and node is still there.
-  auto procs = scanProcesses();
+  // The child's group got the stop signal with the child; a member still in its
+  // exit path when the child is reaped is not a survivor, so one that is still
+  // there is looked at again until kSurvivorSettleMs have passed.
   const std::set<std::string> run_vars = {"FAULTLINE_RUN_ID", "FAULTLINE_NODE", "FAULTLINE_AGENT_PID"};
-  std::vector<ProcInfo> readable;
-  for (auto& p : procs) {
-    if (p.pid != self && p.state != 'Z' && readEnviron(p, run_vars)) readable.push_back(std::move(p));
+  const auto scanSurvivors = [&] {
+    std::vector<ProcInfo> readable;
+    for (auto& p : scanProcesses()) {
+      if (p.pid != self && p.state != 'Z' && readEnviron(p, run_vars)) readable.push_back(std::move(p));
+    }
+    return survivorsAmong(readable, envVar(env, "FAULTLINE_RUN_ID"), node, self);
+  };
+  const int64_t settle_until = monotonicMs() + kSurvivorSettleMs;
+  std::vector<ProcInfo> left = scanSurvivors();
+  while (!left.empty() && monotonicMs() < settle_until) {
+    ::usleep(static_cast<useconds_t>(kPollMs) * 1000 / 5);
+    left = scanSurvivors();
   }
   nlohmann::json survivors = nlohmann::json::array();
-  for (const auto& p : survivorsAmong(readable, envVar(env, "FAULTLINE_RUN_ID"), node, self)) {
-    survivors.push_back({{"pid", p.pid}, {"cmdline", readCmdline(p.pid)}});
-  }
+  for (const auto& p : left) survivors.push_back({{"pid", p.pid}, {"cmdline", readCmdline(p.pid)}});
   events.write("survivors", {{"processes", survivors}});
 
   const int code = exitStatusFor(*child_status);

@@ -39,6 +39,10 @@ struct Evidence {
   std::vector<std::string> frame_sources;  // the source line of each frame, "" when not shown
   std::string note;               // e.g. "possible OOM kill"
   std::string function;           // innermost user function of a native backtrace
+  // The process rejected its own command line before running any code of its
+  // own (the interpreter could not open the script, argparse refused the
+  // arguments): a fact of the command, so every rank running it fails alike.
+  bool command_line = false;
 };
 
 // "NameError: name 'c' is not defined (train.py:42)" style one-liner; " in

@@ -151,6 +151,31 @@ std::set<std::string> milestones(const RankInput& r) {
   return out;
 }
 
+// The command line a rank ran, as the supervisor read it at exec, with its
+// numbers blanked (a launcher's --local_rank=N differs by rank and changes
+// nothing else); nullopt when not known. Every rank of the builtin launcher
+// runs its one command.
+std::optional<std::string> rankCommand(const RunInput& in, const RankInput& ri) {
+  if (!in.supervisor) return std::nullopt;
+  const SupervisorRecord& s = *in.supervisor;
+  std::string cmd;
+  if (s.launcher == "builtin") {
+    for (const std::string& arg : s.command) cmd += arg + '\0';
+  } else {
+    for (const ProcessExit& pe : s.process_exits) {
+      if (pe.cmdline.empty()) continue;
+      if ((ri.pid && pe.pid == *ri.pid) || (!ri.pid && pe.rank == ri.rank)) cmd = pe.cmdline;
+    }
+  }
+  if (cmd.empty()) return std::nullopt;
+  std::string out;
+  for (char ch : cmd) {
+    if (ch < '0' || ch > '9') out.push_back(ch);
+    else if (out.empty() || out.back() != '#') out.push_back('#');
+  }
+  return out;
+}
+
 }  // namespace
 
 bool joinsProcessGroup(const Analysis& a) {
@@ -180,9 +205,15 @@ std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
   // moments: a missing script, a bad argument, an import error on every
   // rank. Nobody's failure caused another's, so no rank is primary.
   constexpr int64_t kMoments = 10'000'000'000;  // ns
-  if (a.primaries.size() < 2) return std::nullopt;
+  if (a.primaries.empty()) return std::nullopt;
   const RankState& first = a.states.at(a.primaries.front());
   if (!first.has_evidence) return std::nullopt;
+  // One failing rank is enough when what failed was the command line itself
+  // and every other rank runs the same one: a launcher that stops the rest
+  // within 0.1 s (torchrun 2.x) often leaves just one to say it.
+  const std::optional<std::string> command = rankCommand(*a.in, *first.in);
+  const bool one_for_all = a.primaries.size() == 1 && first.evidence.command_line && command;
+  if (a.primaries.size() < 2 && !one_for_all) return std::nullopt;
   const std::string sig = failureSignature(first.evidence);
   std::optional<int64_t> lo, hi;
   std::set<std::string> reached;
@@ -212,11 +243,13 @@ std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
     // there: one that was training when it was stopped had passed the point
     // where the others failed, or was waiting at it, and had not failed.
     if (!reached.empty() || !milestones(ri).empty()) return std::nullopt;
+    if (one_for_all && rankCommand(*a.in, ri) != command) return std::nullopt;
     stopped.push_back(r);
   }
   const RunInput& in = *a.in;
   const int world = std::max<int>(in.world_size, static_cast<int>(in.ranks.size()));
   if (static_cast<int>(a.primaries.size() + stopped.size()) != world) return std::nullopt;  // a rank never seen
+  if (one_for_all && stopped.empty()) return std::nullopt;  // one rank in all: its own failure
   // Shown: the first failing rank whose exit status is known (a rank can
   // print its error and still be stopped by the teardown before it exits).
   RankState shown = first;
@@ -234,17 +267,22 @@ std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
   std::string what = c.summary.substr(rankPrefix(shown.in->rank).size());
   if (shown.evidence.kind == Kind::kExitCode && !shown.evidence.message.empty()) what = shown.evidence.message;
   const size_t n = a.primaries.size();
+  const std::string of = " of " + std::to_string(world);
   std::string who = static_cast<int>(n) == world ? "all " + std::to_string(n) + " ranks"
-                                                 : "ranks " + joinRanks(a.primaries) + " of " + std::to_string(world);
+                    : n == 1                     ? "rank " + joinRanks(a.primaries) + of
+                                                 : "ranks " + joinRanks(a.primaries) + of;
   c.summary = who + ": " + what;
   if (!stopped.empty() && static_cast<int>(n) != world) {
-    c.summary += " (" + std::string(stopped.size() == 1 ? "rank " : "ranks ") + joinRanks(stopped) +
+    const bool one = stopped.size() == 1;
+    c.summary += " (" + std::string(one ? "rank " : "ranks ") + joinRanks(stopped) +
+                 (one_for_all ? one ? " runs the same command line and was" : " run the same command line and were"
+                              : "") +
                  " stopped by the teardown before getting further)";
   }
   c.layers.erase(std::remove_if(c.layers.begin(), c.layers.end(), [](const Layer& l) { return l.layer == "process"; }),
                  c.layers.end());
   c.layers.insert(c.layers.begin() + (c.layers.empty() || c.layers.front().layer != "launcher" ? 0 : 1),
-                  Layer{"process", who + " " + exitText(*shown.in) + " the same way"});
+                  Layer{"process", who + " " + exitText(*shown.in) + (n > 1 ? " the same way" : "")});
   return Candidate{c, std::nullopt, {}};
 }
 

@@ -15,6 +15,7 @@ std::optional<Evidence> parseCantOpenFile(std::string_view line) {
   e.kind = Kind::kExitCode;
   e.origin = "stderr";
   e.message = std::string(t);
+  e.command_line = true;
   return e;
 }
 
@@ -29,6 +30,7 @@ std::optional<Evidence> parseUsageError(const std::vector<std::string_view>& lin
       e.kind = Kind::kExitCode;
       e.origin = "stderr";
       e.message = std::string(t);
+      e.command_line = true;
       return e;
     }
   }

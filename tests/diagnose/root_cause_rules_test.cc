@@ -219,6 +219,47 @@ TEST(RootCauseRules, SameFailureEverywhereCountsRanksStoppedBeforeGettingFurther
   EXPECT_FALSE(runRule(sameFailureEverywhere, in));
 }
 
+// A launcher that stops the rest within 0.1 s (torchrun 2.x) can leave one
+// rank to say that the command line is wrong; the others ran the same one.
+TEST(RootCauseRules, SameFailureEverywhereTakesOneRanksCommandLineErrorForAll) {
+  using namespace std::string_literals;
+  RunInput in;
+  SupervisorRecord rec;
+  rec.launcher = "external";
+  for (int r = 0; r < 3; ++r) {
+    ProcessExit pe;
+    pe.pid = 100 + r;
+    pe.rank = r;
+    pe.cmdline = "python3\0train.py\0--local-rank="s + std::to_string(r) + '\0';
+    rec.process_exits.push_back(pe);
+  }
+  in.supervisor = rec;
+  Evidence bad = cantOpen("/app/train.py");
+  bad.command_line = true;
+  addRank(in, 1, 2, std::nullopt, 1'000'000).errors.push_back(bad);
+  tornDown(in, 0);
+  tornDown(in, 2);
+  auto c = runRule(sameFailureEverywhere, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.blame, Blame::kAllRanks);
+  EXPECT_FALSE(c->root_rank);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{1}));
+  EXPECT_EQ(c->cause.summary,
+            "rank 1 of 3: /usr/bin/python3: can't open file '/app/train.py': [Errno 2] No such file or directory "
+            "(ranks 0, 2 run the same command line and were stopped by the teardown before getting further)");
+  // A rank that ran another command line may not have met the same end.
+  in.supervisor->process_exits[2].cmdline = "python3\0eval.py\0"s;
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // Nor a rank whose command line is unknown (it ended before it was read).
+  in.supervisor->process_exits[2].cmdline.clear();
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  // An error of the program's own on one rank says nothing of the others.
+  in.supervisor->process_exits[2].cmdline = in.supervisor->process_exits[0].cmdline;
+  ASSERT_TRUE(runRule(sameFailureEverywhere, in));
+  in.ranks[1].errors = {pyError("ValueError", "bad shard 1")};
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+}
+
 // Issue 18, class 4: two ranks, no majority.
 TEST(RootCauseRules, MismatchBlamesTheSideUnderARankCondition) {
   RunInput in;

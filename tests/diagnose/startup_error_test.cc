@@ -16,6 +16,7 @@ TEST(StartupError, CantOpenFile) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->kind, Kind::kExitCode);
   EXPECT_FALSE(e->collateral);
+  EXPECT_TRUE(e->command_line);  // the command line named it: every rank running it fails alike
   EXPECT_EQ(e->message,
             "/usr/bin/python3: can't open file '/work/run/no_such_train.py': [Errno 2] No such file or directory");
   EXPECT_FALSE(parseCantOpenFile("I can't open file 'x' today"));  // no errno: not the interpreter's line
@@ -29,6 +30,7 @@ TEST(StartupError, ArgparseErrorAfterItsUsage) {
   auto e = parseUsageError(lines, 1);
   ASSERT_TRUE(e);
   EXPECT_EQ(e->message, "needs_data_flag.py: error: the following arguments are required: --data");
+  EXPECT_TRUE(e->command_line);
   // Without the usage block it is any program's "error:" line.
   const std::vector<std::string_view> alone = {"loader: error: retrying shard 3"};
   EXPECT_FALSE(parseUsageError(alone, 0));
