@@ -426,7 +426,7 @@ std::vector<Finding> findStraggler(const RunInput& in) {
 }
 
 // A straggler node (multi-node): the other nodes wait for it collective after
-// collective. A node is ready for a collective when its last rank enters it;
+// collective, the first aside. A node is ready for a collective when its last rank enters it;
 // the last node ready by more than kGapNs over the next is the one the others
 // waited for. One node that caused most of the waiting, in several
 // collectives, for a tenth of the run's collective span or more, straggles.
@@ -471,10 +471,16 @@ std::vector<Finding> findStragglerNode(const RunInput& in) {
       last = std::max(last, e.t);
     }
   }
+  // The first collective waits for whichever node started last (a launcher
+  // starts nodes seconds apart, and torch's import takes what it takes): that
+  // is the start-up's skew, not a straggler's, and it is not counted.
+  std::optional<int64_t> first_seq;
+  for (const auto& [seq, rd] : by_seq) first_seq = first_seq ? std::min(*first_seq, seq) : seq;
   std::vector<int64_t> waited(names.size(), 0), worst(names.size(), 0);
   std::vector<int> times(names.size(), 0);
   int64_t all_waited = 0;
   for (const auto& [seq, rd] : by_seq) {
+    if (seq == first_seq) continue;
     bool complete = true;
     for (size_t n = 0; n < names.size(); ++n) complete = complete && rd.entered[n] == static_cast<int>(node_ranks[n].size());
     if (!complete) continue;  // a collective some rank never entered is a hang's, not a straggler's

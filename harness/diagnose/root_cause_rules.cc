@@ -665,6 +665,23 @@ const std::vector<NamedRule>& rootCauseRules() {
   return rules;
 }
 
+namespace {
+
+// torch 2.x's abort at exit (docs/TORCH2.md): std::terminate with no active
+// exception after the rank destroyed its process group. Its work was done.
+bool abortedAtExit(const RankState& st) {
+  return st.has_evidence && st.evidence.kind == Kind::kCppException && st.evidence.type == "std::terminate" &&
+         hasEvent(*st.in, "pg_destroy");
+}
+
+constexpr const char* kExitAbortCause =
+    "a Gloo worker thread outlived destroy_process_group (DDP keeps the group alive) and let go of a finished "
+    "collective's tensors while the interpreter finalized; taking the GIL then ends the thread, and the unwind "
+    "through a noexcept frame calls std::terminate (torch 2.x; wait until the tensors' use_count() is 1 before "
+    "exiting: docs/TORCH2.md)";
+
+}  // namespace
+
 std::optional<Candidate> chooseRootCause(const Analysis& a) {
   std::optional<Candidate> c;
   for (const NamedRule& rule : rootCauseRules()) {
@@ -690,6 +707,10 @@ std::optional<Candidate> chooseRootCause(const Analysis& a) {
     const RankState& st = a.states.at(*c->cause.rank);
     if (const Event* f = firstInjectedSyscall(*st.in, st.t_ns)) {
       c->cause.layers.push_back({"error", "injected by faultline: " + injectedSyscall(*f)});
+    }
+    if (abortedAtExit(st)) {
+      c->cause.summary += " at exit, after destroy_process_group";
+      c->cause.layers.push_back({"error", kExitAbortCause});
     }
   }
   return c;

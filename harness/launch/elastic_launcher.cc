@@ -7,7 +7,15 @@ std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
   return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
 }
 
-void appendTorchrunTrainer(std::vector<std::string>& cmd, const PlanInput& in) {
+tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanInput& in,
+                                                                    const std::vector<std::string>& shape) {
+  const TorchInstall& torch = *in.torch;
+  if (torch.torchrun.empty()) {
+    return tl::unexpected(Unsupported{"torch " + torch.version + " at " + torch.python + " has no torchrun beside it"});
+  }
+  std::vector<std::string> cmd = {torch.torchrun};
+  cmd.insert(cmd.end(), shape.begin(), shape.end());
+  cmd.push_back("--master_port=" + std::to_string(in.master_port));
   for (const auto& f : in.scenario->stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
   auto trainer = in.trainer;
   if (in.python_trainer) {
@@ -16,6 +24,7 @@ void appendTorchrunTrainer(std::vector<std::string>& cmd, const PlanInput& in) {
     cmd.push_back("--no_python");
   }
   cmd.insert(cmd.end(), trainer.begin(), trainer.end());
+  return cmd;
 }
 
 std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs) {

@@ -22,10 +22,13 @@ std::vector<std::string> elasticLogFlags(const std::string& out_dir);
 // crash (torch 1.13 on Python 3.11).
 std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std::string& logs);
 
-// The tail of a torchrun command line for a scenario: its launcher_args (else
+// A scenario's torchrun command line: the stack's torchrun, `shape` (how many
+// nodes and ranks per node), --master_port, the scenario's launcher_args (else
 // elasticLogFlags), then the trainer. torchrun runs a Python script with its
 // own interpreter (the trainer's is dropped); anything else needs --no_python.
-void appendTorchrunTrainer(std::vector<std::string>& cmd, const PlanInput& in);
+// Unsupported when the stack's torch has no torchrun beside its interpreter.
+tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanInput& in,
+                                                                    const std::vector<std::string>& shape);
 
 class ElasticLauncher : public ObservedLauncher {
  public:

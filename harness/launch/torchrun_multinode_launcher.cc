@@ -51,10 +51,6 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
   bool spansNodes() const override { return true; }
 
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    const TorchInstall& torch = *in.torch;
-    if (torch.torchrun.empty()) {
-      return tl::unexpected(Unsupported{"torch " + torch.version + " at " + torch.python + " has no torchrun beside it"});
-    }
     if (::geteuid() != 0) return tl::unexpected(Unsupported{"network namespaces need root"});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = std::max(s.stack.nodes, 1);
@@ -63,11 +59,10 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
                                         std::to_string(nodes) + " nodes"});
     }
     // What every node runs; start() adds each node's --node_rank and --master_addr.
-    std::vector<std::string> cmd = {torch.torchrun, "--nnodes=" + std::to_string(nodes),
-                                    "--nproc_per_node=" + std::to_string(s.stack.world_size / nodes),
-                                    "--master_port=" + std::to_string(in.master_port)};
-    appendTorchrunTrainer(cmd, in);
-    return PlannedStart{cmd, 1};
+    auto cmd = torchrunCommand(in, {"--nnodes=" + std::to_string(nodes),
+                                    "--nproc_per_node=" + std::to_string(s.stack.world_size / nodes)});
+    if (!cmd) return tl::unexpected(cmd.error());
+    return PlannedStart{*cmd, 1};
   }
 
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {

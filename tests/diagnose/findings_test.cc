@@ -267,6 +267,24 @@ TEST(Findings, ANodeTheOthersWaitForIsAStragglerNode) {
   EXPECT_TRUE(findStraggler(in).empty());
 }
 
+// The first collective waits for the node that started last: start-up skew,
+// however long, neither makes that node a straggler nor hides the real one.
+TEST(Findings, TheFirstCollectiveWaitsForStartUpNotForAStraggler) {
+  RunInput in = twoNodesWithLateSteps({0, 0, 0, 250});
+  for (int r : {2, 3}) {
+    Event* first = nullptr;
+    for (Event& e : in.ranks[r].events.events) {
+      if (e.ev == "collective_begin" && (!first || e.seq < first->seq)) first = &e;
+    }
+    ASSERT_NE(first, nullptr);
+    first->t -= 1'000'000'000;  // n2 was up 1 s before n1 and waited for it
+  }
+  auto f = findStragglerNode(in);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{2, 3}));
+  EXPECT_NE(f[0].summary.find("waited 1.25 s for it in 5 of 20 collectives"), std::string::npos) << f[0].summary;
+}
+
 TEST(Findings, NoStragglerNodeForJitterARareDelayOrOneNode) {
   EXPECT_TRUE(findStragglerNode(twoNodesWithLateSteps({0, 10, 0, 15})).empty());  // jitter under 20 ms
   std::vector<int64_t> once(20, 0);

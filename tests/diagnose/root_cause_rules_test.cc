@@ -260,6 +260,37 @@ TEST(RootCauseRules, SameFailureEverywhereTakesOneRanksCommandLineErrorForAll) {
   EXPECT_FALSE(runRule(sameFailureEverywhere, in));
 }
 
+// torch 2.x's abort at exit (docs/TORCH2.md): the rank's own crash, after its
+// work was done, and what makes it.
+TEST(RootCauseRules, AnAbortAfterDestroyProcessGroupSaysItWasAtExit) {
+  RunInput in;
+  Event destroy;
+  destroy.ev = "pg_destroy";
+  addRank(in, 0, 0).events.events = {startEvent(0), destroy};
+  RankInput& aborted = addRank(in, 1, std::nullopt, std::string("SIGABRT"), 5'000);
+  aborted.events.events = {startEvent(1), destroy};
+  Evidence e;
+  e.kind = Kind::kCppException;
+  e.type = "std::terminate";
+  e.message = "terminate called without an active exception";
+  e.origin = "stderr";
+  aborted.errors.push_back(e);
+  auto c = chooseRootCause(analyse(in));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.rank, 1);
+  EXPECT_EQ(c->cause.kind, Kind::kCppException);
+  EXPECT_EQ(c->cause.summary,
+            "rank 1: std::terminate: terminate called without an active exception at exit, after "
+            "destroy_process_group");
+  ASSERT_FALSE(c->cause.layers.empty());
+  EXPECT_NE(c->cause.layers.back().text.find("outlived destroy_process_group"), std::string::npos);
+  // Before destroy_process_group it is the rank's crash, nothing more is known.
+  in.ranks[1].events.events = {startEvent(1)};
+  c = chooseRootCause(analyse(in));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.summary.find("at exit"), std::string::npos);
+}
+
 // Issue 18, class 4: two ranks, no majority.
 TEST(RootCauseRules, MismatchBlamesTheSideUnderARankCondition) {
   RunInput in;
