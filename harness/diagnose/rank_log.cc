@@ -16,8 +16,24 @@ namespace {
 
 constexpr std::string_view kPgNotDestroyed = "destroy_process_group() was not called";
 
+// A connection lost while a DataLoader takes a batch from its worker (the
+// worker's queue, the fd it hands a tensor through) is the rank's own worker
+// dying, not a peer: torch 1.13 can say so as ConnectionResetError before its
+// SIGCHLD handler says "killed by signal".
+bool lostOwnDataLoaderWorker(const std::vector<Location>& frames) {
+  return std::any_of(frames.begin(), frames.end(),
+                     [](const Location& f) { return contains(f.file, "torch/utils/data/"); });
+}
+
+std::optional<CollateralKind> collateralOf(const std::string& type, const std::string& message,
+                                           const std::vector<Location>& frames) {
+  auto c = classifyCollateral(type + ": " + message);
+  if (c == CollateralKind::kPeerClosed && lostOwnDataLoaderWorker(frames)) return std::nullopt;
+  return c;
+}
+
 void classify(Evidence& e) {
-  if (auto c = classifyCollateral(e.type + ": " + e.message)) {
+  if (auto c = collateralOf(e.type, e.message, e.frames)) {
     e.collateral = true;
     e.collateral_reason = collateralKindName(*c);
   }
@@ -96,7 +112,7 @@ Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib) {
   refineKind(e);
   for (const PyTraceback* other : onion) {
     // A collateral error that triggers another one (peer closed -> cleanup fails) stays collateral.
-    if (auto c = classifyCollateral(other->type + ": " + other->message); c && !e.collateral) {
+    if (auto c = collateralOf(other->type, other->message, fromTraceback(*other, lib).frames); c && !e.collateral) {
       e.collateral = true;
       e.collateral_reason = collateralKindName(*c);
     }

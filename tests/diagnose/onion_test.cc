@@ -198,6 +198,33 @@ TEST(Onion, ACollateralLayerAnywhereKeepsTheRankCollateral) {
   EXPECT_TRUE(evidenceFromChain(parsePythonTracebacks(text).at(0)).collateral);
 }
 
+// torch 1.13, a DataLoader worker segfaulting as the main process takes a
+// batch from it: the fd the worker shares the tensor through is gone. That is
+// the rank's own worker, not a peer (as recorded in a spawn@1.13 run).
+TEST(Onion, AConnectionLostToTheRanksOwnDataLoaderWorkerIsNotCollateral) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/w/train.py\", line 158, in main\n"
+      "    for step, (xb, yb) in enumerate(loader):\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in _try_get_data\n"
+      "    data = self._data_queue.get(timeout=timeout)\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, in rebuild_storage_fd\n"
+      "    fd = df.detach()\n"
+      "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 378, in _recv\n"
+      "    chunk = read(handle, remaining)\n"
+      "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+  const Evidence e = evidenceFromChain(parsePythonTracebacks(text).at(0));
+  EXPECT_FALSE(e.collateral);
+  EXPECT_EQ(e.type, "ConnectionResetError");
+  // The same error from a collective is a peer's.
+  const std::string peer =
+      "Traceback (most recent call last):\n"
+      "  File \"/w/train.py\", line 5, in step\n"
+      "    dist.all_reduce(t)\n"
+      "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+  EXPECT_TRUE(evidenceFromChain(parsePythonTracebacks(peer).at(0)).collateral);
+}
+
 TEST(Onion, NestingIsBounded) {
   // A message that quotes "Original Traceback" in itself, deeper than any real wrapper goes.
   std::string text = "Traceback (most recent call last):\n  File \"/w/a.py\", line 1, in f\nValueError: Caught ValueError in DataLoader worker process 0.\n";
