@@ -3,6 +3,9 @@
 
 #include <string.h>
 
+#include <algorithm>
+#include <iterator>
+
 #include "harness/diagnose/collateral.h"
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
@@ -106,6 +109,37 @@ std::optional<Evidence> parseWorkerFatal(std::string_view line) {
   return e;
 }
 
+bool inDataLoader(const std::vector<Location>& frames) {
+  return std::any_of(frames.begin(), frames.end(),
+                     [](const Location& f) { return f.file.find("torch/utils/data/") != std::string::npos; });
+}
+
+namespace {
+
+// The main process lost its connection to one of its DataLoader workers: the
+// read of a batch, or of the fd a tensor comes through, found the other end
+// gone (reset, closed, end of file).
+bool lostItsWorker(const Evidence& e) {
+  static constexpr std::string_view kLost[] = {"ConnectionResetError", "ConnectionAbortedError", "BrokenPipeError",
+                                               "EOFError", "ConnectionError"};
+  const bool lost = std::find(std::begin(kLost), std::end(kLost), e.type) != std::end(kLost) ||
+                    classifyCollateral(e.type + ": " + e.message) == CollateralKind::kPeerClosed;
+  return lost && inDataLoader(e.frames);
+}
+
+// A worker's own report of the fatal signal it is dying of, as the cause of
+// the connection to it that the main process then lost.
+Evidence workerCrash(const Evidence& report, const Evidence& lost) {
+  Evidence e = report;
+  e.message = report.worker + " died of " + report.signal + " (its own report: \"" + report.message + "\")";
+  e.note = "the main process then lost its connection to it (" + lost.type + ")";
+  e.origin = lost.origin;
+  e.t_ns = lost.t_ns;
+  return e;
+}
+
+}  // namespace
+
 std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors) {
   const Evidence* term = terminalError(errors);
   if (!term) return std::nullopt;
@@ -141,7 +175,17 @@ std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors) {
       if (!w.function.empty() && cause->function.empty()) cause->function = w.function;
       if (!w.worker.empty() && cause->note.empty()) cause->note = w.message;
     }
-  } else {
+  } else if (lostItsWorker(*term)) {
+    // No sentence of torch's names the dead worker; its own crash report,
+    // before the lost connection, does.
+    for (size_t i = 0; i < errors.size() && !cause; ++i) {
+      const Evidence& w = errors[i];
+      if (i != ti && w.kind == Kind::kSignal && !w.worker.empty() && !precedes(errors, ti, i)) {
+        cause = workerCrash(w, *term);
+      }
+    }
+  }
+  if (!cause) {
     // A thread that died before the rank's error, of its own fault.
     for (size_t i = 0; i < errors.size() && !cause; ++i) {
       const Evidence& e = errors[i];

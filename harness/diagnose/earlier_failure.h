@@ -27,10 +27,17 @@ std::optional<Evidence> parseWorkerDeath(std::string_view text);
 // with "insufficient shared memory (shm)"; floating-point exception).
 std::optional<Evidence> parseWorkerFatal(std::string_view line);
 
+// Whether a traceback's frames run through torch's DataLoader
+// (torch/utils/data/): a connection lost there is to the rank's own worker
+// (its result queue, the fd it hands a tensor through), not to a peer.
+bool inDataLoader(const std::vector<Location>& frames);
+
 // How the rank failed, the onion whole: the error that ended it
 // (terminalError), unless an earlier failure of one of its parts caused it:
-// the worker death that error reports, or a thread that died before it (and
-// not of a collateral error). Then that earlier failure, with the later error
+// the worker death that error reports, the worker's own crash report before
+// a connection to it was lost (torch 1.13 can say ConnectionResetError before
+// its SIGCHLD handler says "killed by signal"), or a thread that died before
+// it (and not of a collateral error). Then that earlier failure, with the later error
 // and its wrappers as its outer layers. nullopt when there is no evidence.
 std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors);
 

@@ -16,19 +16,13 @@ namespace {
 
 constexpr std::string_view kPgNotDestroyed = "destroy_process_group() was not called";
 
-// A connection lost while a DataLoader takes a batch from its worker (the
-// worker's queue, the fd it hands a tensor through) is the rank's own worker
-// dying, not a peer: torch 1.13 can say so as ConnectionResetError before its
-// SIGCHLD handler says "killed by signal".
-bool lostOwnDataLoaderWorker(const std::vector<Location>& frames) {
-  return std::any_of(frames.begin(), frames.end(),
-                     [](const Location& f) { return contains(f.file, "torch/utils/data/"); });
-}
-
 std::optional<CollateralKind> collateralOf(const std::string& type, const std::string& message,
                                            const std::vector<Location>& frames) {
+  // A connection lost while a DataLoader takes a batch from its worker is the
+  // rank's own worker dying, not a peer: torch 1.13 can say so as
+  // ConnectionResetError before its SIGCHLD handler says "killed by signal".
   auto c = classifyCollateral(type + ": " + message);
-  if (c == CollateralKind::kPeerClosed && lostOwnDataLoaderWorker(frames)) return std::nullopt;
+  if (c == CollateralKind::kPeerClosed && inDataLoader(frames)) return std::nullopt;
   return c;
 }
 

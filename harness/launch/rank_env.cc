@@ -8,6 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <random>
 
 extern char** environ;
 
@@ -136,22 +138,60 @@ std::vector<std::string> toEnvStrings(const Environment& env) {
   return out;
 }
 
-Result<int> findFreePort() {
+namespace {
+
+// Whether a TCP listener could bind 127.0.0.1:port now; with port 0 the
+// kernel picks one, and *bound says which.
+Result<bool> canBind(int port, int* bound) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return fail(ErrorCode::kSystem, std::string("socket failed: ") + std::strerror(errno));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
   socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    int err = errno;
-    ::close(fd);
-    return fail(ErrorCode::kSystem, std::string("bind 127.0.0.1:0 failed: ") + std::strerror(err));
-  }
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  const int err = errno;
   ::close(fd);
-  return static_cast<int>(ntohs(addr.sin_port));
+  if (!ok && port == 0) return fail(ErrorCode::kSystem, std::string("bind 127.0.0.1:0 failed: ") + std::strerror(err));
+  if (ok && bound) *bound = ntohs(addr.sin_port);
+  return ok;
+}
+
+// The first port of the kernel's ephemeral range (net.ipv4.ip_local_port_range).
+int ephemeralLow() {
+  std::ifstream in("/proc/sys/net/ipv4/ip_local_port_range");
+  int low = 0, high = 0;
+  if (in >> low >> high && low > 0) return low;
+  return 32768;
+}
+
+}  // namespace
+
+// A port the kernel would hand out for bind(0) is free only until the next
+// bind(0) or connect(): Gloo's pairs and every client socket of the tests and
+// ranks running beside this one draw from that range, and one took a
+// master port between our check and the TCPStore's listen (EADDRINUSE).
+// A port below the ephemeral range is never handed out that way, so it stays
+// free unless someone asks for it by number; picked at random, two runs at
+// once rarely ask for the same one.
+Result<int> findFreePort() {
+  constexpr int kFirst = 20000;  // above the well-known services (Slurm 6817-6819, ...)
+  const int last = ephemeralLow() - 1;
+  if (last - kFirst >= 1000) {
+    std::mt19937 pick(std::random_device{}());
+    std::uniform_int_distribution<int> port(kFirst, last);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      const int p = port(pick);
+      auto free = canBind(p, nullptr);
+      if (free && *free) return p;
+    }
+  }
+  int bound = 0;
+  auto ok = canBind(0, &bound);
+  if (!ok) return tl::unexpected(ok.error());
+  return bound;
 }
 
 }  // namespace faultline::launch

@@ -59,7 +59,9 @@ Environment withInstruments(Environment base, const Instruments& instruments);
 // "KEY=VALUE" strings for execve.
 std::vector<std::string> toEnvStrings(const Environment& env);
 
-// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0).
+// A TCP port on 127.0.0.1 that was free a moment ago, picked at random below
+// the kernel's ephemeral range so that no bind(0) or connect() takes it
+// before the rendezvous listens on it.
 Result<int> findFreePort();
 
 }  // namespace faultline::launch

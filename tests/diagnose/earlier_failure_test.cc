@@ -256,5 +256,60 @@ TEST(RankFailure, APrefixPushedOffTheLineStartIsStillARanksLine) {
   EXPECT_EQ(f->signal, "SIGSEGV");
 }
 
+// torch 1.13: a worker segfaults while the main process takes a batch from
+// it, and the main process notices first by the fd the worker shared a
+// tensor through (seen in onion-worker-segv on spawn@1.13). No sentence of
+// torch's names the worker then; its own crash report before the error does.
+constexpr const char* kWorkerCrashThenReset =
+    "ERROR: Unexpected segmentation fault encountered in worker.\n"
+    "Traceback (most recent call last):\n"
+    "  File \"/w/train.py\", line 158, in main\n"
+    "    for step, (xb, yb) in enumerate(loader):\n"
+    "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in _try_get_data\n"
+    "    data = self._data_queue.get(timeout=timeout)\n"
+    "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, in rebuild_storage_fd\n"
+    "    fd = df.detach()\n"
+    "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 378, in _recv\n"
+    "    chunk = read(handle, remaining)\n"
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+
+TEST(RankFailure, AWorkersCrashReportBeforeALostConnectionToItIsTheCause) {
+  auto f = rankFailure(scanRankLog(kWorkerCrashThenReset).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Kind::kSignal);
+  EXPECT_EQ(f->signal, "SIGSEGV");
+  EXPECT_EQ(f->worker, "DataLoader worker");
+  EXPECT_FALSE(f->collateral);
+  EXPECT_EQ(f->message, "DataLoader worker died of SIGSEGV (its own report: \"Unexpected segmentation fault encountered in worker.\")");
+  EXPECT_EQ(f->note, "the main process then lost its connection to it (ConnectionResetError)");
+  ASSERT_EQ(f->chain.size(), 1u);
+  EXPECT_EQ(f->chain[0].rfind("ConnectionResetError: [Errno 104] Connection reset by peer", 0), 0u) << f->chain[0];
+}
+
+TEST(RankFailure, ALostConnectionToAWorkerWithoutItsReportIsTheRanksOwnError) {
+  // No crash report (torch's handler never ran): the error stands, the rank's own.
+  const std::string text = std::string(kWorkerCrashThenReset).substr(std::string_view(kWorkerCrashThenReset).find("Traceback"));
+  auto f = rankFailure(scanRankLog(text).errors);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "ConnectionResetError");
+  EXPECT_FALSE(f->collateral);
+  EXPECT_TRUE(f->chain.empty());
+  // A worker's report after the error did not cause it.
+  auto later = rankFailure(scanRankLog(text + "ERROR: Unexpected segmentation fault encountered in worker.\n").errors);
+  ASSERT_TRUE(later);
+  EXPECT_NE(later->type, "ConnectionResetError");
+  // The same reset in a collective, with a worker's report before it, is a peer's: no worker was lost.
+  const std::string peer =
+      "ERROR: Unexpected segmentation fault encountered in worker.\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/w/train.py\", line 5, in step\n"
+      "    dist.all_reduce(t)\n"
+      "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+  auto p = rankFailure(scanRankLog(peer).errors);
+  ASSERT_TRUE(p);
+  EXPECT_NE(p->message.find("Unexpected segmentation fault"), std::string::npos);  // the report alone, not as a worker's cause
+  EXPECT_TRUE(p->chain.empty());
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

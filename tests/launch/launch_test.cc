@@ -1,4 +1,12 @@
 // The launch stage's pure parts: rank environment, PATH lookup, free port, run layout.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "harness/launch/process_spawn.h"
@@ -77,11 +85,30 @@ TEST(RankEnv, InstrumentsGoFirstAndKeepWhatTheUserHad) {
   EXPECT_TRUE(in.any());
 }
 
-TEST(RankEnv, FreePortIsAUsablePort) {
-  auto port = findFreePort();
-  ASSERT_TRUE(port) << port.error().str();
-  EXPECT_GT(*port, 0);
-  EXPECT_LT(*port, 65536);
+// Below the kernel's ephemeral range, so that no bind(0) (Gloo's pairs) or
+// connect() of a run beside this one takes it before the rendezvous listens:
+// a CI run once lost its master port that way (EADDRINUSE in TCPStore).
+TEST(RankEnv, FreePortIsBelowTheEphemeralRangeAndCanBeListenedOn) {
+  int low = 32768, high = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low >> high;
+  std::set<int> seen;
+  for (int i = 0; i < 20; ++i) {
+    auto port = findFreePort();
+    ASSERT_TRUE(port) << port.error().str();
+    EXPECT_GE(*port, 20000);
+    EXPECT_LT(*port, low);
+    seen.insert(*port);
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(*port));
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << *port;
+    EXPECT_EQ(::listen(fd, 1), 0);
+    ::close(fd);
+  }
+  EXPECT_GT(seen.size(), 10u) << "picked at random, so two runs at once rarely ask for the same one";
 }
 
 TEST(ProcessSpawn, ResolvesThroughPathAndRejectsMissing) {
