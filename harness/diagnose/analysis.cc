@@ -76,7 +76,7 @@ std::string exitText(const RankInput& r) {
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, bool peer_failed_first) {
   RankState st;
   st.in = &r;
-  const std::optional<Evidence> failure = rankFailure(r.errors);
+  const std::optional<Evidence> failure = rankFailure(r.errors, r.crashed_children);
   const Evidence* term = failure ? &*failure : nullptr;
   const bool failed = failedExit(r) || (!r.exit_known && term) || (term && !term->collateral);
   if (term) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 
 #include "harness/diagnose/collateral.h"
@@ -116,6 +117,18 @@ bool inDataLoader(const std::vector<Location>& frames) {
 
 namespace {
 
+// Whether torch's "DataLoader worker (pid(s) 12, 345)" names this pid.
+bool namesPid(const std::string& worker, int pid) {
+  const std::string p = std::to_string(pid);
+  for (size_t at = worker.find(p); at != std::string::npos; at = worker.find(p, at + 1)) {
+    const bool starts = at == 0 || !std::isdigit(static_cast<unsigned char>(worker[at - 1]));
+    const size_t end = at + p.size();
+    const bool ends = end == worker.size() || !std::isdigit(static_cast<unsigned char>(worker[end]));
+    if (starts && ends) return true;
+  }
+  return false;
+}
+
 // The main process lost its connection to one of its DataLoader workers: the
 // read of a batch, or of the fd a tensor comes through, found the other end
 // gone (reset, closed, end of file).
@@ -127,11 +140,23 @@ bool lostItsWorker(const Evidence& e) {
   return lost && inDataLoader(e.frames);
 }
 
-// A worker's own report of the fatal signal it is dying of, as the cause of
-// the connection to it that the main process then lost.
-Evidence workerCrash(const Evidence& report, const Evidence& lost) {
-  Evidence e = report;
-  e.message = report.worker + " died of " + report.signal + " (its own report: \"" + report.message + "\")";
+// The worker whose connection the main process lost, from what says it
+// died: the supervisor's exit of a child of the rank (pid and signal) and the
+// worker's own crash report (torch's handler line), either or both.
+std::optional<Evidence> workerCrash(const Evidence* report, const ProcessExit* exit, const Evidence& lost) {
+  if (!report && !exit) return std::nullopt;
+  Evidence e;
+  if (report) e = *report;
+  e.kind = Kind::kSignal;
+  if (exit) {
+    e.signal = *exit->signal;
+    e.type = *exit->signal;
+    e.worker = "DataLoader worker (pid " + std::to_string(exit->pid) + ")";
+  } else {
+    e.worker = "DataLoader worker";
+  }
+  e.message = e.worker + " died of " + e.signal;
+  if (report) e.message += " (its own report: \"" + report->message + "\")";
   e.note = "the main process then lost its connection to it (" + lost.type + ")";
   e.origin = lost.origin;
   e.t_ns = lost.t_ns;
@@ -140,7 +165,7 @@ Evidence workerCrash(const Evidence& report, const Evidence& lost) {
 
 }  // namespace
 
-std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors) {
+std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors, const std::vector<ProcessExit>& crashed_children) {
   const Evidence* term = terminalError(errors);
   if (!term) return std::nullopt;
   const size_t ti = static_cast<size_t>(term - errors.data());
@@ -175,15 +200,36 @@ std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors) {
       if (!w.function.empty() && cause->function.empty()) cause->function = w.function;
       if (!w.worker.empty() && cause->note.empty()) cause->note = w.message;
     }
-  } else if (lostItsWorker(*term)) {
-    // No sentence of torch's names the dead worker; its own crash report,
-    // before the lost connection, does.
-    for (size_t i = 0; i < errors.size() && !cause; ++i) {
-      const Evidence& w = errors[i];
-      if (i != ti && w.kind == Kind::kSignal && !w.worker.empty() && !precedes(errors, ti, i)) {
-        cause = workerCrash(w, *term);
+    // Still unexplained: the supervisor saw the worker torch names die, and of what.
+    if (cause->kind == Kind::kExitCode && !cause->exit_code) {
+      for (const ProcessExit& c : crashed_children) {
+        if (!namesPid(cause->worker, c.pid)) continue;
+        cause->kind = Kind::kSignal;
+        cause->signal = *c.signal;
+        cause->type = *c.signal;
+        break;
       }
     }
+  } else if (lostItsWorker(*term)) {
+    // No sentence of torch's names the dead worker; a child of the rank that
+    // died of a signal before the error (the supervisor saw it), and the
+    // worker's own crash report before the lost connection, do.
+    const Evidence* report = nullptr;
+    for (size_t i = 0; i < errors.size() && !report; ++i) {
+      const Evidence& w = errors[i];
+      if (i != ti && w.kind == Kind::kSignal && !w.worker.empty() && !precedes(errors, ti, i)) report = &w;
+    }
+    // The supervisor stamps an exit when it reads the proc connector's event,
+    // which can come a little after the rank's own error event under load.
+    constexpr int64_t kExitStampSlackNs = 500'000'000;
+    const ProcessExit* exit = nullptr;
+    for (const ProcessExit& c : crashed_children) {
+      if (!term->t_ns || c.t_ns <= *term->t_ns + kExitStampSlackNs) {
+        if (!report || report->signal == *c.signal) exit = &c;
+        break;
+      }
+    }
+    cause = workerCrash(report, exit, *term);
   }
   if (!cause) {
     // A thread that died before the rank's error, of its own fault.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/diagnose/evidence.h"
+#include "harness/model/supervisor_record.h"
 
 namespace faultline::diagnose {
 
@@ -39,6 +40,9 @@ bool inDataLoader(const std::vector<Location>& frames);
 // its SIGCHLD handler says "killed by signal"), or a thread that died before
 // it (and not of a collateral error). Then that earlier failure, with the later error
 // and its wrappers as its outer layers. nullopt when there is no evidence.
-std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors);
+// crashed_children: the rank's own child processes that died of a signal
+// (RankInput::crashed_children), earliest first.
+std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors,
+                                    const std::vector<ProcessExit>& crashed_children = {});
 
 }  // namespace faultline::diagnose

@@ -195,6 +195,51 @@ Evidence evidenceFromEvent(const Event& e) {
 // when no rank has any of its own, as in a trainer faultline could not
 // instrument. Never mixed with the shim's: the two number their calls from
 // different points (the recorder also sees the calls DDP makes in C++).
+namespace {
+
+// A signal a process dies of by its own fault or the kernel's (a crash, an
+// abort, the OOM killer), not by a teardown's or a user's request to stop.
+bool ownFatalSignal(const std::string& sig) {
+  return sig == "SIGSEGV" || sig == "SIGBUS" || sig == "SIGFPE" || sig == "SIGILL" || sig == "SIGABRT" ||
+         sig == "SIGKILL" || sig == "SIGSYS" || sig == "SIGTRAP";
+}
+
+// The supervisor's exits of processes below a rank (by their ppid chain),
+// dead of their own fatal signal before any teardown began.
+void attachCrashedChildren(RunInput& in) {
+  if (!in.supervisor) return;
+  const SupervisorRecord& s = *in.supervisor;
+  std::map<int, int> parent;
+  for (const ProcessExit& pe : s.process_exits) {
+    if (pe.ppid) parent[pe.pid] = *pe.ppid;
+  }
+  std::map<int, int> rank_of_pid;
+  for (const auto& [r, ri] : in.ranks) {
+    if (ri.pid) rank_of_pid[*ri.pid] = r;
+  }
+  const int64_t teardown = s.teardown.started_ns;
+  for (const ProcessExit& pe : s.process_exits) {
+    if (!pe.signal || !ownFatalSignal(*pe.signal) || rank_of_pid.count(pe.pid)) continue;
+    if (teardown && pe.t_ns >= teardown) continue;
+    int p = pe.pid;
+    for (int depth = 0; depth < 64; ++depth) {  // a bounded walk: a record is no trusted tree
+      auto up = parent.find(p);
+      if (up == parent.end()) break;
+      p = up->second;
+      if (auto r = rank_of_pid.find(p); r != rank_of_pid.end()) {
+        in.ranks[r->second].crashed_children.push_back(pe);
+        break;
+      }
+    }
+  }
+  for (auto& [r, ri] : in.ranks) {
+    std::sort(ri.crashed_children.begin(), ri.crashed_children.end(),
+              [](const ProcessExit& a, const ProcessExit& b) { return a.t_ns < b.t_ns; });
+  }
+}
+
+}  // namespace
+
 void addFlightRecorder(RunInput& in, const std::string& dir) {
   for (const auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {
@@ -334,13 +379,18 @@ RunInput loadRun(const std::string& dir) {
   addFlightRecorder(in, layout.flightRecorderDir());
   // Exits the supervisor could not attribute (no RANK in the environment, as
   // in torch.multiprocessing.spawn children) belong to the rank whose events
-  // carry that pid.
+  // carry that pid: the pid of its `start` line, the shim in the rank's own
+  // process. Its DataLoader workers write events too (a file they open),
+  // under their own pids; they are the rank's children, not the rank.
   if (in.supervisor) {
     for (const ProcessExit& pe : in.supervisor->process_exits) {
       if (pe.rank) continue;
       for (auto& [r, ri] : in.ranks) {
-        const bool same = std::any_of(ri.events.events.begin(), ri.events.events.end(),
-                                      [&](const Event& e) { return e.pid == pe.pid; });
+        const auto& ev = ri.events.events;
+        const bool has_start = std::any_of(ev.begin(), ev.end(), [](const Event& e) { return e.ev == "start"; });
+        const bool same = std::any_of(ev.begin(), ev.end(), [&](const Event& e) {
+          return e.pid == pe.pid && (!has_start || e.ev == "start");
+        });
         if (!same || ri.exit_known) continue;
         ri.pid = pe.pid;
         ri.exit_ns = pe.t_ns;
@@ -350,6 +400,7 @@ RunInput loadRun(const std::string& dir) {
       }
     }
   }
+  attachCrashedChildren(in);
 
   // The launcher: its stderr, torchrun's per-rank log files, spawn children.
   auto lerr = readTail(layout.launcherStderr());

@@ -109,7 +109,7 @@ json toJson(const SupervisorRecord& r) {
   json exits = json::array();
   for (const auto& e : r.process_exits) {
     exits.push_back({{"pid", e.pid}, {"rank", opt(e.rank)}, {"t_ns", e.t_ns}, {"exit_code", opt(e.exit_code)},
-                     {"signal", opt(e.signal)}, {"cmdline", e.cmdline}});
+                     {"signal", opt(e.signal)}, {"cmdline", e.cmdline}, {"ppid", opt(e.ppid)}});
   }
   json out = {
       {"schema", kSupervisorSchema},
@@ -238,7 +238,7 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
         const std::string ep = "$.process_exits";
         r.process_exits.push_back({get<int>(e, "pid", ep), getOpt<int>(e, "rank", ep), get<int64_t>(e, "t_ns", ep),
                                    getOpt<int>(e, "exit_code", ep), getOpt<std::string>(e, "signal", ep),
-                                   get<std::string>(e, "cmdline", ep)});
+                                   get<std::string>(e, "cmdline", ep), getOpt<int>(e, "ppid", ep)});
       }
     }
     if (j.contains("harness_fds")) {

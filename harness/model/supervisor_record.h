@@ -77,6 +77,10 @@ struct ProcessExit {
   std::optional<int> exit_code;
   std::optional<std::string> signal;
   std::string cmdline;  // as read at exec; "" when it ended first
+  // Its parent when it was forked (the proc connector's fork event, else
+  // /proc at exec): ties a rank's own children (DataLoader workers, helpers)
+  // to the rank. Optional in the file (older records lack it).
+  std::optional<int> ppid;
 };
 
 struct TeardownRecord {

@@ -876,13 +876,18 @@ void WatchLoop::classifyPid(pid_t pid) {
 void WatchLoop::openProcEvents() {
   ProcEvents::Handlers h;
   h.on_fork = [this](pid_t parent, pid_t child) {
-    if (run_pids_.count(parent)) run_pids_.insert(child);
+    if (!run_pids_.count(parent)) return;
+    run_pids_.insert(child);
+    parents_[child] = parent;
   };
   h.on_exec = [this](pid_t pid) {
     // Slurm's tasks are no descendants of the launcher: a process of the run anywhere on the host.
     if (!run_pids_.count(pid) && runProcessesMode() && pid != ::getpid() && carriesRunId(pid)) run_pids_.insert(pid);
     if (!run_pids_.count(pid)) return;
     cmdlines_[pid] = cmdline(pid);
+    if (!parents_.count(pid)) {
+      if (auto st = readStat(pid)) parents_[pid] = st->ppid;
+    }
     classified_.erase(pid);  // a new program, maybe with a new environment
     classifyPid(pid);
   };
@@ -910,6 +915,10 @@ void WatchLoop::onProcExit(pid_t pid, int wait_status) {
   if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
     e.cmdline = it->second;
     cmdlines_.erase(it);
+  }
+  if (auto it = parents_.find(pid); it != parents_.end()) {
+    e.ppid = it->second;
+    parents_.erase(it);
   }
   RankState* r = rankByPid(pid);
   if (r && !r->finished) {

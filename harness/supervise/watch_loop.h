@@ -205,6 +205,7 @@ class WatchLoop {
   std::unique_ptr<ProcEvents> proc_events_;  // external: fork/exec/exit of the launcher's tree
   std::set<pid_t> run_pids_;                 // external: live processes descended from the launcher
   std::map<pid_t, std::string> cmdlines_;    // external: read at exec
+  std::map<pid_t, pid_t> parents_;           // external: each run process's parent, at fork (else at exec)
   std::vector<ProcessExit> process_exits_;
   int world_size_hint_ = 0;
   int64_t last_exit_ns_ = 0;  // the latest exit seen of any process of the run

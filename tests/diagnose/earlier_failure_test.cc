@@ -311,5 +311,61 @@ TEST(RankFailure, ALostConnectionToAWorkerWithoutItsReportIsTheRanksOwnError) {
   EXPECT_TRUE(p->chain.empty());
 }
 
+// What the supervisor saw of the rank's own children (an observed launcher's
+// process_exits, tied to the rank by their parents).
+std::vector<ProcessExit> crashedChild(int pid, const char* sig, int64_t t_ns) {
+  ProcessExit e;
+  e.pid = pid;
+  e.signal = sig;
+  e.t_ns = t_ns;
+  return {e};
+}
+
+TEST(RankFailure, ACrashedChildBeforeALostConnectionToAWorkerNamesItsPid) {
+  const std::string text = std::string(kWorkerCrashThenReset);
+  // Both: the pid from the supervisor, the how from the worker's report.
+  auto both = rankFailure(scanRankLog(text).errors, crashedChild(4242, "SIGSEGV", 10));
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->worker, "DataLoader worker (pid 4242)");
+  EXPECT_EQ(both->message,
+            "DataLoader worker (pid 4242) died of SIGSEGV (its own report: \"Unexpected segmentation fault encountered in worker.\")");
+  // Only the supervisor's exit (the report went to no rank's file, as under spawn).
+  auto exit_only = rankFailure(scanRankLog(text.substr(text.find("Traceback"))).errors, crashedChild(4242, "SIGBUS", 10));
+  ASSERT_TRUE(exit_only);
+  EXPECT_EQ(exit_only->kind, Kind::kSignal);
+  EXPECT_EQ(exit_only->signal, "SIGBUS");
+  EXPECT_EQ(exit_only->message, "DataLoader worker (pid 4242) died of SIGBUS");
+  EXPECT_EQ(exit_only->chain.at(0).rfind("ConnectionResetError", 0), 0u);
+}
+
+TEST(RankFailure, ACrashedChildLongAfterTheErrorIsNoCause) {
+  Evidence lost = scanRankLog(std::string(kWorkerCrashThenReset).substr(std::string_view(kWorkerCrashThenReset).find("Traceback"))).errors.at(0);
+  lost.origin = "events.jsonl";
+  lost.t_ns = 1'000'000'000;
+  auto f = rankFailure({lost}, crashedChild(4242, "SIGSEGV", 3'000'000'000));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "ConnectionResetError");
+  // Within the supervisor's stamping slack (it stamps when it reads the event), it is.
+  auto near = rankFailure({lost}, crashedChild(4242, "SIGSEGV", 1'200'000'000));
+  ASSERT_TRUE(near);
+  EXPECT_EQ(near->signal, "SIGSEGV");
+}
+
+TEST(RankFailure, TheSupervisorSaysHowAWorkerThatExitedUnexpectedlyDied) {
+  const std::string text =
+      "Traceback (most recent call last):\n"
+      "  File \"/app/train.py\", line 158, in train\n"
+      "    for step, (xb, yb) in enumerate(loader):\n"
+      "RuntimeError: DataLoader worker (pid(s) 13385, 13386) exited unexpectedly\n";
+  auto f = rankFailure(scanRankLog(text).errors, crashedChild(13386, "SIGKILL", 10));
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->kind, Kind::kSignal);
+  EXPECT_EQ(f->signal, "SIGKILL");
+  // Another child's death (pid 1338, a prefix of the named ones) explains nothing.
+  auto other = rankFailure(scanRankLog(text).errors, crashedChild(1338, "SIGSEGV", 10));
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->kind, Kind::kExitCode);
+}
+
 }  // namespace
 }  // namespace faultline::diagnose

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/diagnose/diagnose.h"
+#include "harness/diagnose/run_input.h"
 #include "tests/diagnose/test_util.h"
 
 namespace faultline::diagnose {
@@ -208,6 +209,22 @@ TEST(FixtureCorpus, ParsersSurviveTruncatedAndCorruptedCaptures) {
     }
   }
   EXPECT_GT(files, 50u);
+}
+
+// Under spawn the supervisor cannot read RANK; a rank's exit is the process
+// whose pid wrote its `start` line, not a DataLoader worker that wrote events
+// too (a worker's exit 0 made rank 1 "exited with code 0"), and the workers
+// that died of their own signal are tied to their rank by their parents.
+TEST(FixtureCorpus, SpawnRanksAreTheirStartLinesAndTheirWorkersTheirChildren) {
+  const RunInput in = loadRun(testing::fixture("onion_worker_reset_spawn113"));
+  ASSERT_EQ(in.ranks.size(), 2u);
+  const RankInput& r1 = in.ranks.at(1);
+  ASSERT_TRUE(r1.pid);
+  EXPECT_EQ(r1.exit_code, 1);
+  ASSERT_EQ(r1.crashed_children.size(), 1u);
+  EXPECT_EQ(r1.crashed_children[0].signal, "SIGSEGV");
+  EXPECT_EQ(r1.crashed_children[0].ppid, *r1.pid);
+  EXPECT_TRUE(in.ranks.at(0).crashed_children.empty());
 }
 
 }  // namespace

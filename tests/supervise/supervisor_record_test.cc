@@ -29,7 +29,7 @@ SupervisorRecord sample() {
   r.teardown.signals.push_back({11, 0, "SIGTERM", 601});
   r.teardown.signals.push_back({13, std::nullopt, "SIGKILL", 700});
   r.teardown.stack_dumps.push_back({0, 11, "gdb", "/run/ranks/0/stacks.txt", true});
-  r.process_exits.push_back({12, 1, 500, 3, std::nullopt, "train"});
+  r.process_exits.push_back({12, 1, 500, 3, std::nullopt, "train", 7});
   r.harness_fds = HarnessFds{5, 5};
   return r;
 }
@@ -43,9 +43,20 @@ TEST(SupervisorRecord, RoundTripsThroughJson) {
   EXPECT_TRUE(j["ranks"][0]["exit_code"].is_null());
   EXPECT_EQ(j["teardown"]["escalation"], "sigkill");
   EXPECT_EQ(j["harness_fds"]["after"], 5);
+  EXPECT_EQ(j["process_exits"][0]["ppid"], 7);
   auto back = supervisorRecordFromJson(j);
   ASSERT_TRUE(back) << back.error().str();
   EXPECT_EQ(toJson(*back), j);
+}
+
+// A record from before exits carried their parent still reads.
+TEST(SupervisorRecord, AProcessExitsParentIsOptional) {
+  auto j = toJson(sample());
+  j["process_exits"][0].erase("ppid");
+  auto back = supervisorRecordFromJson(j);
+  ASSERT_TRUE(back) << back.error().str();
+  EXPECT_FALSE(back->process_exits.at(0).ppid);
+  EXPECT_EQ(back->process_exits.at(0).pid, 12);
 }
 
 TEST(SupervisorRecord, HarnessFdsAreOptional) {
