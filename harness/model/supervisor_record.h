@@ -115,7 +115,9 @@ struct SupervisorRecord {
   std::optional<LauncherProcess> launcher_process;
   Trigger trigger;
   TeardownRecord teardown;
-  std::vector<ProcessExit> process_exits;  // optional in the file; empty under the builtin launcher
+  // Optional in the file. Observed launchers: every run process's exit;
+  // the builtin launcher: its ranks' children only (DataLoader workers, ...).
+  std::vector<ProcessExit> process_exits;
   std::optional<HarnessFds> harness_fds;   // optional in the file
   // Optional in the file (older records lack them): what report.json needs
   // beside the facts above, so that the report can be built again from the

@@ -33,7 +33,9 @@ struct SuperviseOptions {
   // (torchrun polls every 5 s).
   double launcher_allowance_s = 10;
   bool allow_cgroup = true;
-  bool allow_proc_connector = true;  // external mode; false forces the 100 ms rescan + pidfd path
+  // External mode: false forces the 100 ms rescan + pidfd path. Builtin: false
+  // records no exits of the ranks' children.
+  bool allow_proc_connector = true;
   bool gdb_stacks = true;          // native stack dumps (eu-stack, else gdb) of stuck ranks on hang/deadline
   double gdb_timeout_s = 5;
   // Scripted faults struck from outside the ranks (fault_delivery.h): a signal

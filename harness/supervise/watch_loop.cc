@@ -93,10 +93,12 @@ Result<void> WatchLoop::start() {
     addWatch(dir, WatchKind::kLauncherDir, -1);
   }
   if (descendants && opts_.allow_proc_connector) openProcEvents();
+  else if (opts_.allow_proc_connector) openChildEvents();
   auto launched = stack_launcher_.start(opts_.launch, layout_, placement);
   if (!launched) return tl::unexpected(launched.error());
   for (const auto& p : launched->ranks) {
     addRank(*p.rank, p.pid, p.start_ns, true);
+    if (!descendants) run_pids_.insert(p.pid);  // its children's exits are recorded (openChildEvents)
     timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")", TimelineKind::kStart);
   }
   world_size_hint_ = known;
@@ -901,6 +903,47 @@ void WatchLoop::openProcEvents() {
   };
   proc_events_ = ProcEvents::open(io_, std::move(h));
   if (!proc_events_) note("proc connector unavailable: external ranks found by rescanning every 100 ms");
+}
+
+// Ranks the launcher started as our own children (the builtin launcher):
+// their exits come by waitpid, but what they fork (DataLoader workers,
+// helpers) dies out of our sight. The proc connector reports those exits,
+// with each one's parent, as evidence of a rank's part dying (a worker torch
+// says only "exited unexpectedly" about). Nothing here finds or ends a rank.
+void WatchLoop::openChildEvents() {
+  ProcEvents::Handlers h;
+  h.on_fork = [this](pid_t parent, pid_t child) {
+    if (!run_pids_.count(parent)) return;
+    run_pids_.insert(child);
+    parents_[child] = parent;
+  };
+  h.on_exec = [this](pid_t pid) {
+    if (run_pids_.count(pid) && !rankByPid(pid)) cmdlines_[pid] = cmdline(pid);
+  };
+  h.on_exit = [this](pid_t pid, int status) {
+    if (!run_pids_.erase(pid)) return;
+    if (rankByPid(pid)) return;  // a rank: its waitpid says how it ended
+    ProcessExit e;
+    e.pid = pid;
+    e.t_ns = launch::realtimeNs();
+    const auto outcome = ProcessOutcome::fromWaitStatus(status);
+    e.exit_code = outcome.exitCode();
+    if (auto sig = outcome.signal()) e.signal = signalName(*sig);
+    if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
+      e.cmdline = it->second;
+      cmdlines_.erase(it);
+    }
+    if (auto it = parents_.find(pid); it != parents_.end()) {
+      e.ppid = it->second;
+      parents_.erase(it);
+    }
+    process_exits_.push_back(std::move(e));
+  };
+  h.on_overrun = [this] {
+    note("proc connector overrun: some exits of the ranks' children may be missing");
+    for (pid_t p : containment_.members()) run_pids_.insert(p);
+  };
+  proc_events_ = ProcEvents::open(io_, std::move(h));
 }
 
 void WatchLoop::onProcExit(pid_t pid, int wait_status) {

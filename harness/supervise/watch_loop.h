@@ -147,6 +147,7 @@ class WatchLoop {
   // What of the job the workload manager still holds, ended and waited for (teardown).
   void settleResidue();
   void openProcEvents();
+  void openChildEvents();
   void onProcExit(pid_t pid, int wait_status);
 
   // Facts.

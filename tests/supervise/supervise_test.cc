@@ -176,6 +176,32 @@ TEST(Supervise, SegfaultIsReportedAsSignal) {
   EXPECT_NE(run->record.trigger.detail.find("SIGSEGV"), std::string::npos);
 }
 
+// What a rank forks (a DataLoader worker, a helper) dies out of the builtin
+// launcher's sight; the proc connector reports its exit, with its parent,
+// so the diagnosis can tie it to the rank (docs/DIAGNOSIS.md section 2).
+TEST(Supervise, TheBuiltinLauncherRecordsHowARanksChildDied) {
+  if (!isRoot()) GTEST_SKIP() << "the proc connector needs CAP_NET_ADMIN";
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {});
+  o.launch.command = {"/bin/sh", "-c", "if [ \"$RANK\" = 1 ]; then sh -c 'kill -SEGV $$'; exit 1; fi; sleep 30"};
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.rank, 1);
+  const int rank1 = rankOf(rec, 1).pid;
+  std::vector<ProcessExit> crashed;
+  for (const ProcessExit& e : rec.process_exits) {
+    EXPECT_FALSE(e.rank) << "a rank's own exit is its record's, by waitpid";
+    EXPECT_NE(e.pid, rank1);
+    if (e.signal == "SIGSEGV") crashed.push_back(e);
+  }
+  ASSERT_EQ(crashed.size(), 1u);
+  EXPECT_EQ(crashed[0].ppid, rank1);
+  EXPECT_NE(crashed[0].cmdline.find("kill -SEGV"), std::string::npos) << crashed[0].cmdline;
+  EXPECT_LT(crashed[0].t_ns, *rankOf(rec, 1).exit_ns + 1'000'000'000);
+}
+
 TEST(Supervise, RankIgnoringSigtermIsKilledAfterGrace) {
   LeakGuard guard;
   TempDir dir;
