@@ -923,21 +923,7 @@ void WatchLoop::openChildEvents() {
   h.on_exit = [this](pid_t pid, int status) {
     if (!run_pids_.erase(pid)) return;
     if (rankByPid(pid)) return;  // a rank: its waitpid says how it ended
-    ProcessExit e;
-    e.pid = pid;
-    e.t_ns = launch::realtimeNs();
-    const auto outcome = ProcessOutcome::fromWaitStatus(status);
-    e.exit_code = outcome.exitCode();
-    if (auto sig = outcome.signal()) e.signal = signalName(*sig);
-    if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
-      e.cmdline = it->second;
-      cmdlines_.erase(it);
-    }
-    if (auto it = parents_.find(pid); it != parents_.end()) {
-      e.ppid = it->second;
-      parents_.erase(it);
-    }
-    process_exits_.push_back(std::move(e));
+    process_exits_.push_back(exitRecord(pid, status, launch::realtimeNs()));
   };
   h.on_overrun = [this] {
     note("proc connector overrun: some exits of the ranks' children may be missing");
@@ -946,13 +932,13 @@ void WatchLoop::openChildEvents() {
   proc_events_ = ProcEvents::open(io_, std::move(h));
 }
 
-void WatchLoop::onProcExit(pid_t pid, int wait_status) {
-  const int64_t t = launch::realtimeNs();
-  last_exit_ns_ = std::max(last_exit_ns_, t);
+// A process's exit as supervisor.json records it, with the command line and
+// parent noted of it (which are let go).
+ProcessExit WatchLoop::exitRecord(pid_t pid, int wait_status, int64_t t_ns) {
   const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
   ProcessExit e;
   e.pid = pid;
-  e.t_ns = t;
+  e.t_ns = t_ns;
   e.exit_code = outcome.exitCode();
   if (auto sig = outcome.signal()) e.signal = signalName(*sig);
   if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
@@ -963,6 +949,14 @@ void WatchLoop::onProcExit(pid_t pid, int wait_status) {
     e.ppid = it->second;
     parents_.erase(it);
   }
+  return e;
+}
+
+void WatchLoop::onProcExit(pid_t pid, int wait_status) {
+  const int64_t t = launch::realtimeNs();
+  last_exit_ns_ = std::max(last_exit_ns_, t);
+  const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
+  ProcessExit e = exitRecord(pid, wait_status, t);
   RankState* r = rankByPid(pid);
   if (r && !r->finished) {
     e.rank = r->rank;
