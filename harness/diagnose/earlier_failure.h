@@ -35,11 +35,13 @@ bool inDataLoader(const std::vector<Location>& frames);
 
 // How the rank failed, the onion whole: the error that ended it
 // (terminalError), unless an earlier failure of one of its parts caused it:
-// the worker death that error reports, the worker's own crash report before
+// the worker death that error reports (how it died from the worker's own
+// crash report or the supervisor's record of it), a worker that died before
 // a connection to it was lost (torch 1.13 can say ConnectionResetError before
 // its SIGCHLD handler says "killed by signal"), or a thread that died before
-// it (and not of a collateral error). Then that earlier failure, with the later error
-// and its wrappers as its outer layers. nullopt when there is no evidence.
+// it (and not of a collateral error). Then that earlier failure, with the
+// later error and its wrappers as its outer layers. nullopt when there is no
+// evidence.
 // crashed_children: the rank's own child processes that died of a signal
 // (RankInput::crashed_children), earliest first.
 std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors,

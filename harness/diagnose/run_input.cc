@@ -191,10 +191,6 @@ Evidence evidenceFromEvent(const Event& e) {
   return ev;
 }
 
-// torch's Flight Recorder dumps (flight_recorder.h): a rank's collectives
-// when no rank has any of its own, as in a trainer faultline could not
-// instrument. Never mixed with the shim's: the two number their calls from
-// different points (the recorder also sees the calls DDP makes in C++).
 namespace {
 
 // A signal a process dies of by its own fault or the kernel's (a crash, an
@@ -240,6 +236,10 @@ void attachCrashedChildren(RunInput& in) {
 
 }  // namespace
 
+// torch's Flight Recorder dumps (flight_recorder.h): a rank's collectives
+// when no rank has any of its own, as in a trainer faultline could not
+// instrument. Never mixed with the shim's: the two number their calls from
+// different points (the recorder also sees the calls DDP makes in C++).
 void addFlightRecorder(RunInput& in, const std::string& dir) {
   for (const auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {

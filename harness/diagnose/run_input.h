@@ -34,8 +34,7 @@ struct RankInput {
   std::vector<Evidence> errors;     // from output, error file, spawn parent, events
   // Processes of the rank's own tree (DataLoader workers, helpers it forked)
   // that died of a signal of their own before any teardown: the supervisor's
-  // process_exits under an observed launcher (their ppid chain leads to the
-  // rank's pid), earliest first. The evidence of a part's death that torch
+  // process_exits whose ppid chain leads to the rank's pid, earliest first. The evidence of a part's death that torch
   // does not always name (earlier_failure.h).
   std::vector<ProcessExit> crashed_children;
   std::vector<StackThread> stacks;  // stacks.txt and dumps in output
