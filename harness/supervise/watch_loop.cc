@@ -875,13 +875,16 @@ void WatchLoop::classifyPid(pid_t pid) {
   if (!proc_events_) watchExternalRank(r);
 }
 
+// A process forked by one of the run's is the run's, and its parent noted.
+void WatchLoop::trackFork(pid_t parent, pid_t child) {
+  if (!run_pids_.count(parent)) return;
+  run_pids_.insert(child);
+  parents_[child] = parent;
+}
+
 void WatchLoop::openProcEvents() {
   ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) {
-    if (!run_pids_.count(parent)) return;
-    run_pids_.insert(child);
-    parents_[child] = parent;
-  };
+  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
   h.on_exec = [this](pid_t pid) {
     // Slurm's tasks are no descendants of the launcher: a process of the run anywhere on the host.
     if (!run_pids_.count(pid) && runProcessesMode() && pid != ::getpid() && carriesRunId(pid)) run_pids_.insert(pid);
@@ -912,11 +915,7 @@ void WatchLoop::openProcEvents() {
 // says only "exited unexpectedly" about). Nothing here finds or ends a rank.
 void WatchLoop::openChildEvents() {
   ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) {
-    if (!run_pids_.count(parent)) return;
-    run_pids_.insert(child);
-    parents_[child] = parent;
-  };
+  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
   h.on_exec = [this](pid_t pid) {
     if (run_pids_.count(pid) && !rankByPid(pid)) cmdlines_[pid] = cmdline(pid);
   };

@@ -148,6 +148,7 @@ class WatchLoop {
   void settleResidue();
   void openProcEvents();
   void openChildEvents();
+  void trackFork(pid_t parent, pid_t child);
   ProcessExit exitRecord(pid_t pid, int wait_status, int64_t t_ns);
   void onProcExit(pid_t pid, int wait_status);
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/diagnose/rank_log.h"
+#include "tests/diagnose/test_util.h"
 
 namespace faultline::diagnose {
 namespace {
@@ -260,18 +261,8 @@ TEST(RankFailure, APrefixPushedOffTheLineStartIsStillARanksLine) {
 // it, and the main process notices first by the fd the worker shared a
 // tensor through (seen in onion-worker-segv on spawn@1.13). No sentence of
 // torch's names the worker then; its own crash report before the error does.
-constexpr const char* kWorkerCrashThenReset =
-    "ERROR: Unexpected segmentation fault encountered in worker.\n"
-    "Traceback (most recent call last):\n"
-    "  File \"/w/train.py\", line 158, in main\n"
-    "    for step, (xb, yb) in enumerate(loader):\n"
-    "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in _try_get_data\n"
-    "    data = self._data_queue.get(timeout=timeout)\n"
-    "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, in rebuild_storage_fd\n"
-    "    fd = df.detach()\n"
-    "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 378, in _recv\n"
-    "    chunk = read(handle, remaining)\n"
-    "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+const std::string kWorkerCrashThenReset =
+    std::string("ERROR: Unexpected segmentation fault encountered in worker.\n") + testing::kLostWorkerTraceback;
 
 TEST(RankFailure, AWorkersCrashReportBeforeALostConnectionToItIsTheCause) {
   auto f = rankFailure(scanRankLog(kWorkerCrashThenReset).errors);
@@ -288,7 +279,7 @@ TEST(RankFailure, AWorkersCrashReportBeforeALostConnectionToItIsTheCause) {
 
 TEST(RankFailure, ALostConnectionToAWorkerWithoutItsReportIsTheRanksOwnError) {
   // No crash report (torch's handler never ran): the error stands, the rank's own.
-  const std::string text = std::string(kWorkerCrashThenReset).substr(std::string_view(kWorkerCrashThenReset).find("Traceback"));
+  const std::string text = testing::kLostWorkerTraceback;
   auto f = rankFailure(scanRankLog(text).errors);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->type, "ConnectionResetError");
@@ -322,7 +313,7 @@ std::vector<ProcessExit> crashedChild(int pid, const char* sig, int64_t t_ns) {
 }
 
 TEST(RankFailure, ACrashedChildBeforeALostConnectionToAWorkerNamesItsPid) {
-  const std::string text = std::string(kWorkerCrashThenReset);
+  const std::string text = kWorkerCrashThenReset;
   // Both: the pid from the supervisor, the how from the worker's report.
   auto both = rankFailure(scanRankLog(text).errors, crashedChild(4242, "SIGSEGV", 10));
   ASSERT_TRUE(both);
@@ -330,7 +321,7 @@ TEST(RankFailure, ACrashedChildBeforeALostConnectionToAWorkerNamesItsPid) {
   EXPECT_EQ(both->message,
             "DataLoader worker (pid 4242) died of SIGSEGV (its own report: \"Unexpected segmentation fault encountered in worker.\")");
   // Only the supervisor's exit (the report went to no rank's file, as under spawn).
-  auto exit_only = rankFailure(scanRankLog(text.substr(text.find("Traceback"))).errors, crashedChild(4242, "SIGBUS", 10));
+  auto exit_only = rankFailure(scanRankLog(testing::kLostWorkerTraceback).errors, crashedChild(4242, "SIGBUS", 10));
   ASSERT_TRUE(exit_only);
   EXPECT_EQ(exit_only->kind, Kind::kSignal);
   EXPECT_EQ(exit_only->signal, "SIGBUS");
@@ -339,7 +330,7 @@ TEST(RankFailure, ACrashedChildBeforeALostConnectionToAWorkerNamesItsPid) {
 }
 
 TEST(RankFailure, ACrashedChildLongAfterTheErrorIsNoCause) {
-  Evidence lost = scanRankLog(std::string(kWorkerCrashThenReset).substr(std::string_view(kWorkerCrashThenReset).find("Traceback"))).errors.at(0);
+  Evidence lost = scanRankLog(testing::kLostWorkerTraceback).errors.at(0);
   lost.origin = "events.jsonl";
   lost.t_ns = 1'000'000'000;
   auto f = rankFailure({lost}, crashedChild(4242, "SIGSEGV", 3'000'000'000));

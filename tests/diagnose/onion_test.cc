@@ -202,17 +202,7 @@ TEST(Onion, ACollateralLayerAnywhereKeepsTheRankCollateral) {
 // batch from it: the fd the worker shares the tensor through is gone. That is
 // the rank's own worker, not a peer (as recorded in a spawn@1.13 run).
 TEST(Onion, AConnectionLostToTheRanksOwnDataLoaderWorkerIsNotCollateral) {
-  const std::string text =
-      "Traceback (most recent call last):\n"
-      "  File \"/w/train.py\", line 158, in main\n"
-      "    for step, (xb, yb) in enumerate(loader):\n"
-      "  File \"/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py\", line 1120, in _try_get_data\n"
-      "    data = self._data_queue.get(timeout=timeout)\n"
-      "  File \"/usr/lib/python3/dist-packages/torch/multiprocessing/reductions.py\", line 305, in rebuild_storage_fd\n"
-      "    fd = df.detach()\n"
-      "  File \"/usr/lib/python3.11/multiprocessing/connection.py\", line 378, in _recv\n"
-      "    chunk = read(handle, remaining)\n"
-      "ConnectionResetError: [Errno 104] Connection reset by peer\n";
+  const std::string text = testing::kLostWorkerTraceback;
   const Evidence e = evidenceFromChain(parsePythonTracebacks(text).at(0));
   EXPECT_FALSE(e.collateral);
   EXPECT_EQ(e.type, "ConnectionResetError");
