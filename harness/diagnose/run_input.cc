@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <set>
 
 #include "harness/diagnose/collateral.h"
 #include "harness/diagnose/error_file.h"
@@ -383,14 +385,20 @@ RunInput loadRun(const std::string& dir) {
   // process. Its DataLoader workers write events too (a file they open),
   // under their own pids; they are the rank's children, not the rank.
   if (in.supervisor) {
+    std::map<int, std::set<int>> start_pids;  // rank -> the pids of its `start` lines, where it has any
+    for (const auto& [r, ri] : in.ranks) {
+      for (const Event& e : ri.events.events) {
+        if (e.ev == "start") start_pids[r].insert(e.pid);
+      }
+    }
     for (const ProcessExit& pe : in.supervisor->process_exits) {
       if (pe.rank) continue;
       for (auto& [r, ri] : in.ranks) {
-        const auto& ev = ri.events.events;
-        const bool has_start = std::any_of(ev.begin(), ev.end(), [](const Event& e) { return e.ev == "start"; });
-        const bool same = std::any_of(ev.begin(), ev.end(), [&](const Event& e) {
-          return e.pid == pe.pid && (!has_start || e.ev == "start");
-        });
+        const auto start = start_pids.find(r);
+        const bool same = start != start_pids.end()
+                              ? start->second.count(pe.pid) > 0
+                              : std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                                            [&](const Event& e) { return e.pid == pe.pid; });
         if (!same || ri.exit_known) continue;
         ri.pid = pe.pid;
         ri.exit_ns = pe.t_ns;
