@@ -129,4 +129,8 @@ tl::expected<Options, std::string> parseOptions(const std::vector<std::string>& 
   return o;
 }
 
+std::string autoDevice(bool nccl_compiled, long gpus, int local_world_size) {
+  return nccl_compiled && gpus >= local_world_size && gpus > 0 ? "cuda" : "cpu";
+}
+
 }  // namespace faultline::trainer

@@ -37,6 +37,12 @@ struct Options {
 };
 
 std::string usage();
+
+// What --device auto means: "cuda" where NCCL is compiled in and each of the
+// node's ranks has a GPU of its own (rank R takes cuda:LOCAL_RANK), else
+// "cpu". Every rank of a node decides alike, so no job mixes NCCL and Gloo;
+// two ranks on one GPU is a configuration NCCL refuses.
+std::string autoDevice(bool nccl_compiled, long gpus, int local_world_size);
 // argv without the program name. FAULTLINE_FAULT (if given) is the fault unless --fault is on the line.
 tl::expected<Options, std::string> parseOptions(const std::vector<std::string>& args,
                                                 const std::string& fault_env = {});

@@ -44,6 +44,9 @@ tl::expected<RankEnv, std::string> readRankEnv(const EnvLookup& env) {
   auto local = readInt(env, "LOCAL_RANK", 0, out.world_size - 1, out.rank);
   if (!local) return tl::unexpected(local.error());
   out.local_rank = *local;
+  auto local_world = readInt(env, "LOCAL_WORLD_SIZE", out.local_rank + 1, out.world_size, out.world_size);
+  if (!local_world) return tl::unexpected(local_world.error());
+  out.local_world_size = *local_world;
   auto addr = env("MASTER_ADDR");
   if (!addr || addr->empty()) return tl::unexpected(std::string("MASTER_ADDR is not set, expected a host name or address"));
   out.master_addr = *addr;

@@ -13,6 +13,8 @@ struct RankEnv {
   int rank = 0;
   int local_rank = 0;
   int world_size = 1;
+  // Ranks on this node (LOCAL_WORLD_SIZE; the whole world where unset).
+  int local_world_size = 1;
   std::string master_addr;
   int master_port = 0;
   // torchrun's agent already hosts the store: workers join it as clients

@@ -215,7 +215,8 @@ class Trainer {
  private:
   std::string resolveDevice() const {
     if (o_.device != "auto") return o_.device;
-    return ncclCompiledIn() && torch::cuda::is_available() ? "cuda" : "cpu";
+    const long gpus = ncclCompiledIn() ? static_cast<long>(torch::cuda::device_count()) : 0;
+    return autoDevice(ncclCompiledIn(), gpus, env_.local_world_size);
   }
   std::string resolveBackend(const std::string& device) const {
     if (o_.backend != "auto") return o_.backend;

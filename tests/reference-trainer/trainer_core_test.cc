@@ -209,6 +209,25 @@ TEST(RankEnv, ReadsTorchrunEnvironment) {
   EXPECT_EQ(e->master_port, 29500);
   EXPECT_TRUE(e->use_agent_store);
   EXPECT_EQ(e->restart_count, 2);
+  EXPECT_EQ(e->local_world_size, 4);  // unset: the whole world is on this node
+}
+
+TEST(RankEnv, LocalWorldSizeIsReadAndBounded) {
+  std::map<std::string, std::string> m = {{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"},
+                                          {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}, {"LOCAL_WORLD_SIZE", "2"}};
+  EXPECT_EQ(readRankEnv(fakeEnv(m))->local_world_size, 2);
+  m["LOCAL_WORLD_SIZE"] = "1";  // fewer ranks on the node than LOCAL_RANK says
+  EXPECT_FALSE(readRankEnv(fakeEnv(m)).has_value());
+  m["LOCAL_WORLD_SIZE"] = "5";  // more than the world
+  EXPECT_FALSE(readRankEnv(fakeEnv(m)).has_value());
+}
+
+TEST(Options, AutoDeviceIsCudaOnlyWithAGpuPerLocalRank) {
+  EXPECT_EQ(autoDevice(true, 2, 2), "cuda");
+  EXPECT_EQ(autoDevice(true, 8, 2), "cuda");
+  EXPECT_EQ(autoDevice(true, 1, 2), "cpu");  // one GPU, two ranks: NCCL refuses a shared device
+  EXPECT_EQ(autoDevice(true, 0, 1), "cpu");
+  EXPECT_EQ(autoDevice(false, 4, 2), "cpu");  // a LibTorch without NCCL
 }
 
 TEST(RankEnv, MissingOrMalformedIsNamed) {
