@@ -206,6 +206,9 @@ int runAgent(const AgentOptions& opts, std::ostream& err) {
   }
   if (child == 0) {
     ::setpgid(0, 0);
+    // The CLI ignores SIGPIPE (cli/main.cc); COMMAND gets the default, as
+    // from a shell.
+    ::signal(SIGPIPE, SIG_DFL);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     const int e = errno;

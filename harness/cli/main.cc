@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "harness/agent/agent.h"
@@ -31,6 +32,12 @@ std::string selfExe(const char* argv0) {
 
 int main(int argc, char** argv) {
   using namespace faultline::cli;
+  // A closed stdout (`faultline exec ... | head`) is no reason to die: a write
+  // to it fails with EPIPE instead, the stream stops printing, and the run,
+  // its reports and its exit status go on as they would. Every process the
+  // harness starts gets SIGPIPE's default back before it execs
+  // (launch/process_spawn.cc, the agent), so no rank inherits this.
+  ::signal(SIGPIPE, SIG_IGN);
   // Everything after the first "--" is the stack's command, untouched by CLI11.
   std::vector<std::string> command;
   int cli_argc = argc;

@@ -97,6 +97,39 @@ TEST(ExecCli, FailingRankExitsOneWithStderrTail) {
   EXPECT_EQ(report->ranks[0].role, RankRole::kKilledByTeardown);
 }
 
+// `faultline exec ... | true` and `| head -c 1`: the reader is gone before
+// (or soon after) the harness writes. SIGPIPE killed it (exit 141, and once no
+// report.json at all); the exit status must be the verdict's, and the report
+// complete, whatever becomes of stdout.
+TEST(ExecCli, AClosedStdoutLeavesTheVerdictsStatusAndTheReport) {
+  LeakGuard guard;
+  TempDir dir;
+  for (size_t read_bytes : {0u, 1u}) {
+    SCOPED_TRACE("the reader took " + std::to_string(read_bytes) + " byte(s)");
+    const std::string clean = dir / ("clean" + std::to_string(read_bytes));
+    testing::SpawnOptions o;
+    o.argv = {FL_FAULTLINE, "exec", "--nproc", "2", "-o", clean, "--", hostilePath(), "*=ok"};
+    o.stderr_path = dir / "log";
+    auto f = testing::runIntoClosedPipe(o, read_bytes);
+    EXPECT_EQ(f.code(), 0) << f.str() << "\n" << readFile(dir / "log");
+    auto report = readReport(clean + "/report.json");
+    ASSERT_TRUE(report) << report.error().str();
+    EXPECT_EQ(report->verdict, Verdict::kClean);
+    EXPECT_EQ(report->ranks.size(), 2u);
+
+    const std::string failed = dir / ("failed" + std::to_string(read_bytes));
+    o.argv = {FL_FAULTLINE, "exec", "--nproc", "2", "--grace", "1", "-o", failed, "--", hostilePath(), "1=exit:3",
+              "*=sleep:60"};
+    f = testing::runIntoClosedPipe(o, read_bytes);
+    EXPECT_EQ(f.code(), 1) << f.str() << "\n" << readFile(dir / "log");
+    report = readReport(failed + "/report.json");
+    ASSERT_TRUE(report) << report.error().str();
+    ASSERT_TRUE(report->root_cause);
+    EXPECT_EQ(report->root_cause->rank, 1);
+    EXPECT_TRUE(fileExists(failed + "/report.html"));
+  }
+}
+
 TEST(ExecCli, ExplainBuildsTheSameReportAsTheLiveRun) {
   // explain takes the live run's path (supervisor.json, diagnosis, assembly):
   // from the same run directory, the same report (on main it patched the

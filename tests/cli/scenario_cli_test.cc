@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/files.h"
+#include "tests/support/process.h"
 #include "tests/test_scale.h"
 
 namespace faultline {
@@ -229,6 +230,30 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
     EXPECT_TRUE(fs::exists(out / f)) << f;
   }
   EXPECT_NE(r.out.find("scenario"), std::string::npos);  // the summary table
+}
+
+// `faultline suite ... | head -c 1` (and `| true`): the suite printed its
+// first line into a pipe with no reader and died of SIGPIPE (exit 141)
+// before it ran a scenario. Its exit status must be the verdict's, and its
+// reports complete.
+TEST_F(ScenarioCli, SuiteIntoAClosedPipeKeepsItsStatusAndReports) {
+  hostileScenario("one", "\"root_cause.rank\" = 1\n");
+  hostileScenario("two", "\"root_cause.rank\" = 2\n");  // wrong: rank 1 fails
+  for (size_t read_bytes : {0u, 1u}) {
+    SCOPED_TRACE("the reader took " + std::to_string(read_bytes) + " byte(s)");
+    const fs::path out = dir_ / ("suite" + std::to_string(read_bytes));
+    testing::SpawnOptions o;
+    o.argv = {FL_FAULTLINE, "suite", dir_.string(), "-j", "2", "-o", out.string()};
+    o.stderr_path = dir_ / "log";
+    auto f = testing::runIntoClosedPipe(o, read_bytes);
+    EXPECT_EQ(f.code(), 1) << f.str() << "\n" << readFile(dir_ / "log");
+    auto suite = nlohmann::json::parse(readFile(out / "report.json"));
+    EXPECT_EQ(suite["counts"]["pass"], 1);
+    EXPECT_EQ(suite["counts"]["fail"], 1);
+    for (const char* file : {"junit.xml", "report.md", "index.html", "one/report.json", "two/report.json"}) {
+      EXPECT_TRUE(fs::exists(out / file)) << file;
+    }
+  }
 }
 
 // Regression: one bad scenario file stopped the whole suite with exit 2.

@@ -7,7 +7,9 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -61,7 +63,9 @@ pid_t spawnChild(const SpawnOptions& opts, int* spawn_error) {
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  if (!opts.stdout_path.empty()) {
+  if (opts.stdout_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, opts.stdout_fd, 1);
+  } else if (!opts.stdout_path.empty()) {
     posix_spawn_file_actions_addopen(&fa, 1, opts.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
   if (opts.stderr_to_stdout) {
@@ -69,10 +73,17 @@ pid_t spawnChild(const SpawnOptions& opts, int* spawn_error) {
   } else if (!opts.stderr_path.empty()) {
     posix_spawn_file_actions_addopen(&fa, 2, opts.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   }
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t all;
+  sigfillset(&all);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF);
   pid_t pid = -1;
   const int rc = args.empty() ? EINVAL
-                              : ::posix_spawn(&pid, args[0].c_str(), &fa, nullptr, argv.data(),
+                              : ::posix_spawn(&pid, args[0].c_str(), &fa, &attr, argv.data(),
                                               opts.env ? envp.data() : environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   if (spawn_error) *spawn_error = rc;
   if (rc != 0) {
@@ -106,6 +117,35 @@ Outcome waitChild(pid_t pid, std::optional<std::chrono::milliseconds> limit) {
   if (got != pid) o.status = -1;
   o.maxrss_kb = ru.ru_maxrss;
   return o;
+}
+
+Outcome runIntoClosedPipe(SpawnOptions opts, size_t read_bytes) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    Outcome o;
+    o.spawn_error = errno;
+    ADD_FAILURE() << "pipe2 failed: " << std::strerror(o.spawn_error);
+    return o;
+  }
+  opts.stdout_fd = fds[1];
+  int spawn_error = 0;
+  const pid_t pid = spawnChild(opts, &spawn_error);
+  ::close(fds[1]);
+  char buf[256];
+  size_t got = 0;
+  while (got < read_bytes) {
+    const ssize_t n = ::read(fds[0], buf, std::min(sizeof buf, read_bytes - got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fds[0]);
+  if (pid < 0) {
+    Outcome o;
+    o.spawn_error = spawn_error ? spawn_error : EINVAL;
+    return o;
+  }
+  return waitChild(pid);
 }
 
 Outcome runChild(const SpawnOptions& opts, std::optional<std::chrono::milliseconds> limit, bool capture) {

@@ -30,6 +30,8 @@ struct SpawnOptions {
   std::string stderr_path;
   // fd 2 is fd 1 (stderr_path is then ignored).
   bool stderr_to_stdout = false;
+  // fd 1 is this descriptor of the test's (before stdout_path), or -1.
+  int stdout_fd = -1;
 };
 
 // How a child ended.
@@ -50,7 +52,9 @@ struct Outcome {
   std::string str() const;
 };
 
-// Starts the child; the pid, or -1 (and a test failure naming the program and
+// Starts the child, with every signal's disposition the default, as a shell
+// starts it (an ignored SIGPIPE would otherwise pass from the test to the
+// child); the pid, or -1 (and a test failure naming the program and
 // the error) when posix_spawn fails, with the error in *spawn_error.
 pid_t spawnChild(const SpawnOptions& opts, int* spawn_error = nullptr);
 
@@ -58,6 +62,11 @@ pid_t spawnChild(const SpawnOptions& opts, int* spawn_error = nullptr);
 // reaps a child still running at the limit (timed_out). A failed wait is a
 // test failure.
 Outcome waitChild(pid_t pid, std::optional<std::chrono::milliseconds> limit = std::nullopt);
+
+// A child whose stdout is a pipe the test reads `read_bytes` of and then
+// closes, as `CHILD | true` (0) and `CHILD | head -c 1` (1) do; every later
+// write of the child's meets a pipe with no reader. Waits for it to end.
+Outcome runIntoClosedPipe(SpawnOptions opts, size_t read_bytes);
 
 // spawnChild, then waitChild; with `capture`, out and err hold what the child wrote to
 // stdout_path and stderr_path.
