@@ -1,10 +1,13 @@
 // Supervise -> supervisor.json, for every command that runs a stack.
 #include "harness/cli/observe.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <filesystem>
 #include <ostream>
 
+#include "harness/assemble/assemble.h"
 #include "harness/model/run_layout.h"
 
 namespace faultline::cli {
@@ -22,7 +25,15 @@ Result<SupervisorRecord> superviseStack(const supervise::SuperviseOptions& so, s
   ::pthread_sigmask(SIG_BLOCK, &interrupts, &old_mask);
   ::signal(SIGINT, SIG_IGN);
   ::signal(SIGTERM, SIG_IGN);
-  auto run = supervise::superviseRun(so);
+  supervise::SuperviseOptions with_provisional = so;
+  with_provisional.provisional_report = assemble::harnessErrorReport(
+      so.launch.launcher, so.launch.command,
+      Error{ErrorCode::kHarness,
+            "the harness (faultline, pid " + std::to_string(::getpid()) +
+                ") ended before it wrote this run's report: it was killed (SIGKILL, the OOM killer) or crashed; "
+                "anything of the run still running was ended by its guardian, and supervisor.json, where there is one, has what was seen"},
+      0);
+  auto run = supervise::superviseRun(with_provisional);
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (!run) return tl::unexpected(run.error());
   // The run directory is the only channel to the later stages: what the

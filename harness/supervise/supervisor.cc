@@ -73,15 +73,24 @@ Result<SupervisedRun> superviseRun(const SuperviseOptions& in) {
   RunLayout layout(launch::absolutePath(opts.out_dir));
   if (auto r = launch::createRunDirs(layout, 0); !r) return tl::unexpected(r.error());
   if (auto r = launch::clearPreviousRun(layout); !r) return tl::unexpected(r.error());
+  if (opts.provisional_report) {
+    if (auto w = writeReport(*opts.provisional_report, layout.reportPath()); !w) return tl::unexpected(w.error());
+  }
+  // A run that never starts is the caller's to report (bad usage writes no
+  // report at all): the provisional one goes again.
+  const auto not_started = [&](const Error& e) {
+    if (opts.provisional_report) ::unlink(layout.reportPath().c_str());
+    return tl::unexpected(e);
+  };
   auto containment = Containment::create(opts.launch.run_id, opts.allow_cgroup);
-  if (!containment) return tl::unexpected(containment.error());
+  if (!containment) return not_started(containment.error());
   SupervisedRun run;
   {
     WatchLoop loop(opts, layout, **containment);
     if (auto r = loop.start(); !r) {
       gate.close();
       (*containment)->finish();
-      return tl::unexpected(r.error());
+      return not_started(r.error());
     }
     loop.runMainPhase();
     loop.teardown();

@@ -3,6 +3,7 @@
 // and return what was seen as a SupervisorRecord (OUT/supervisor.json).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct SuperviseOptions {
   // Absolute path prefixes counted as library code (cli::addLibraryPaths); the
   // record keeps them for the diagnosis.
   std::vector<std::string> library_paths;
+  // Written to OUT/report.json as soon as the previous run's files are gone,
+  // before anything starts, for the real report to replace: what a reader
+  // finds when the harness dies first (SIGKILL, the OOM killer, a crash), so
+  // that a run never leaves nothing. Unset: nothing is written.
+  std::optional<Report> provisional_report;
 };
 
 struct SupervisedRun {

@@ -16,6 +16,7 @@
 #include "harness/launch/rank_env.h"
 #include "harness/supervise/flight_recorder_request.h"
 #include "harness/supervise/proc_fs.h"
+#include "harness/supervise/terminate.h"
 
 namespace faultline::supervise {
 namespace {
@@ -31,6 +32,9 @@ std::optional<std::string> pySpyPath(const launch::Environment& env) {
   if (::access(venv.c_str(), X_OK) == 0) return venv;
   return std::nullopt;
 }
+
+// "SIGTERM" for the ladder's first step, "SIGKILL" for its second.
+std::string escalationSignal(Escalation e) { return signalName(e == Escalation::kSigkill ? SIGKILL : SIGTERM); }
 
 }  // namespace
 
@@ -295,28 +299,21 @@ void WatchLoop::teardown() {
       timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(launcher_->pid) + ") first", TimelineKind::kSignal);
       runUntil([&] { return runEmpty() || interrupts_ > 1; }, seconds(stack_launcher_.launcherGraceS()));
     }
-    // SIGCONT too: a stopped process would hold SIGTERM pending forever.
-    live = runMembers();
-    for (pid_t p : live) {
-      sendSignal(p, SIGTERM);
-      ::kill(p, SIGCONT);
-    }
-    if (!live.empty()) {
-      teardown_.report.escalation = Escalation::kSigterm;
-      timeline(std::nullopt, "SIGTERM to " + std::to_string(live.size()) + " process(es)", TimelineKind::kSignal);
-    }
-    runUntil([&] { return runEmpty() || interrupts_ > 1; }, seconds(opts_.grace_s));
-    if (!runEmpty()) {
-      auto rest = runMembers();
-      for (pid_t p : rest) {
-        addSurvivor(p, "still running after the grace period");
-        sendSignal(p, SIGKILL);
-      }
-      containment_.killAll();
-      teardown_.report.escalation = Escalation::kSigkill;
-      timeline(std::nullopt, "SIGKILL to " + std::to_string(rest.size()) + " process(es)", TimelineKind::kSignal);
-      runUntil([&] { return runEmpty(); }, std::chrono::seconds(2));
-    }
+    // The ladder (terminate.h) on this loop: its waits keep reaping and
+    // reading events, and a second Ctrl-C cuts the grace short.
+    Ladder ladder;
+    ladder.members = [&] { return runMembers(); };
+    ladder.send = [&](pid_t p, int sig) { sendSignal(p, sig); };
+    ladder.wait = [&](const std::function<bool()>& done, Clock::duration max) { runUntil(done, max); };
+    ladder.cut_grace = [&] { return interrupts_ > 1; };
+    ladder.on_survivor = [&](pid_t p) { addSurvivor(p, "still running after the grace period"); };
+    ladder.kill_rest = [&] { containment_.killAll(); };
+    ladder.on_step = [&](Escalation e, const std::vector<pid_t>& pids) {
+      timeline(std::nullopt, escalationSignal(e) + " to " + std::to_string(pids.size()) + " process(es)",
+               TimelineKind::kSignal);
+    };
+    const TerminateResult ended = terminateOrKill(ladder, seconds(opts_.grace_s), std::chrono::seconds(2));
+    if (ended.escalation != Escalation::kNone) teardown_.report.escalation = ended.escalation;
     runUntil([&] { return allRanksReaped(); }, std::chrono::seconds(2));
     gone_ns = launch::realtimeNs();
   }

@@ -179,6 +179,8 @@ TEST(ExecCli, SigintMidRunStillWritesAnIncompleteReport) {
   EXPECT_TRUE(processesOfRun(out).empty());
 }
 
+// The harness SIGKILLed mid-run: its guardian ends every process of the run,
+// and report.json says the harness failed.
 void harnessKilledLeavesNothing(bool cgroup) {
   LeakGuard guard;
   TempDir dir;
@@ -205,6 +207,13 @@ void harnessKilledLeavesNothing(bool cgroup) {
       << processesOfRun(out).size() << " process(es) of the run survived";
   EXPECT_FALSE(supervise::isAlive(daemon));
   EXPECT_LT(std::chrono::steady_clock::now() - killed_at, testing::scaled(std::chrono::milliseconds(1500)));
+  // Never nothing: the report written before the run started says the
+  // harness failed.
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->verdict, Verdict::kError);
+  EXPECT_NE(report->extra.value("harness_error", "").find("ended before it wrote this run's report"), std::string::npos)
+      << report->extra.dump();
 }
 
 TEST(ExecCli, HarnessSigkilledMidRunLeavesNothingBehind) { harnessKilledLeavesNothing(true); }
