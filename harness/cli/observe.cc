@@ -30,8 +30,10 @@ Result<SupervisorRecord> superviseStack(const supervise::SuperviseOptions& so, s
       so.launch.launcher, so.launch.command,
       Error{ErrorCode::kHarness,
             "the harness (faultline, pid " + std::to_string(::getpid()) +
-                ") ended before it wrote this run's report: it was killed (SIGKILL, the OOM killer) or crashed; "
-                "anything of the run still running was ended by its guardian, and supervisor.json, where there is one, has what was seen"},
+                ") ended before it wrote this run's report: it was killed (SIGKILL, the OOM killer), crashed, or "
+                "could not write the file (its stderr says why); anything of the run still running was ended by "
+                "its guardian, and supervisor.json, where there is one, has what was seen",
+            {}},
       0);
   auto run = supervise::superviseRun(with_provisional);
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);

@@ -8,7 +8,9 @@
 
 namespace faultline {
 
-// Writes `text` to `path` through `path.tmp`; kIo naming the file and errno on failure.
+// Writes `text` to `path` through `path.tmp`: EINTR is retried; any other
+// failure (ENOSPC, EMFILE, EIO, ...) is kIo naming the file, the call and
+// errno, the temp file is removed, and `path` keeps what it held before.
 Result<void> writeFileAtomically(const std::string& path, std::string_view text);
 
 }  // namespace faultline

@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
 #include "harness/launch/clock.h"
+#include "harness/os/sys.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
 #include "harness/supervise/flight_recorder_request.h"
@@ -55,7 +58,12 @@ void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max)
 }
 
 void WatchLoop::sendSignal(pid_t pid, int sig) {
-  if (::kill(pid, sig) != 0) return;
+  if (os::sys().kill(pid, sig) != 0) {
+    // Gone already (ESRCH) is no news; anything else (EPERM) is said: the
+    // ladder's next step, or the proof, deals with the process.
+    if (errno != ESRCH) note("kill(" + std::to_string(pid) + ", " + signalName(sig) + ") failed: " + std::strerror(errno));
+    return;
+  }
   // A stopped process (SIGSTOP, a freeze) holds SIGTERM pending until it runs
   // again: continue it so that it can end within the grace, as systemd and
   // Slurm do. SIGCONT's default action on a running process is nothing.

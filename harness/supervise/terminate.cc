@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "harness/os/sys.h"
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::supervise {
@@ -52,7 +53,7 @@ TerminateResult terminateOrKill(const Ladder& ladder, Clock::duration grace, Clo
     if (ladder.send) {
       ladder.send(pid, sig);
     } else {
-      ::kill(pid, sig);
+      os::sys().kill(pid, sig);
     }
   };
   const auto wait = [&](const std::function<bool()>& done, Clock::duration max) {
@@ -69,7 +70,7 @@ TerminateResult terminateOrKill(const Ladder& ladder, Clock::duration grace, Clo
   for (pid_t pid : live) {
     result.processes.push_back({pid, Fate::kEndedOnSigterm, std::nullopt});
     send(pid, SIGTERM);
-    ::kill(pid, SIGCONT);  // a stopped process would hold SIGTERM pending forever
+    os::sys().kill(pid, SIGCONT);  // a stopped process would hold SIGTERM pending forever
   }
   result.escalation = Escalation::kSigterm;
   if (ladder.on_step) ladder.on_step(Escalation::kSigterm, live);
@@ -110,7 +111,7 @@ TerminateResult terminateOrKill(const std::vector<pid_t>& pids, Clock::duration 
     int status = 0;
     pid_t w;
     do {
-      w = ::waitpid(pid, &status, WNOHANG);
+      w = os::sys().waitpid(pid, &status, WNOHANG);
     } while (w < 0 && errno == EINTR);
     if (w == pid) {
       reaped.emplace(pid, ProcessOutcome::fromWaitStatus(status));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/launch/clock.h"
+#include "harness/os/sys.h"
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::supervise {
@@ -181,7 +183,10 @@ void WatchLoop::onSignal(int sig) {
 void WatchLoop::reapChildren() {
   while (true) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    pid_t pid = os::sys().waitpid(-1, &status, WNOHANG);
+    // EINTR is no reason to stop: a child not reaped now would wait for the
+    // next SIGCHLD, which may never come.
+    if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) break;
     const int64_t t = launch::realtimeNs();
     if (auto it = children_.find(pid); it != children_.end()) {

@@ -1,0 +1,105 @@
+// The watch loop when its system calls fail (harness/os/sys.h): EINTR from
+// waitpid loses no exit, a SIGTERM the kernel refuses is said and the ladder
+// goes on to SIGKILL, and nothing of the run is left either way.
+#include <signal.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include <gtest/gtest.h>
+
+#include "harness/supervise/supervisor.h"
+#include "tests/support/faulty_sys.h"
+#include "tests/supervise/test_support.h"
+
+namespace faultline::supervise {
+namespace {
+
+using faultline::testing::FaultySys;
+using faultline::testing::hostilePath;
+using faultline::testing::LeakGuard;
+using faultline::testing::TempDir;
+using Call = FaultySys::Call;
+
+SuperviseOptions threeRanksOneFails(const TempDir& dir) {
+  SuperviseOptions o;
+  o.launch.launcher = "builtin";
+  o.launch.nproc = 3;
+  o.launch.command = {hostilePath(), "1=exit:3@0.3", "*=sleep:60"};
+  o.launch.run_id = newRunId();
+  o.out_dir = dir / "run";
+  o.grace_s = 1;
+  o.deadline_s = 60;
+  return o;
+}
+
+const SupervisedRank* rankOf(const SupervisorRecord& rec, int rank) {
+  auto it = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const SupervisedRank& r) { return r.rank == rank; });
+  return it == rec.ranks.end() ? nullptr : &*it;
+}
+
+void expectNothingLeft(const std::string& run_id) {
+  for (pid_t p : listPids()) {
+    if (!isAlive(p)) continue;
+    EXPECT_NE(environVar(p, "FAULTLINE_RUN_ID"), std::optional<std::string>(run_id)) << "pid " << p;
+  }
+}
+
+// The reaper stopped at the first EINTR; a rank whose SIGCHLD was spent on
+// it went unseen until some later exit (or the deadline).
+TEST(WatchLoopSeam, EintrFromWaitpidLosesNoExit) {
+  LeakGuard guard;
+  TempDir dir;
+  FaultySys sys;
+  sys.add(FaultySys::Rule(Call::kWaitpid, EINTR, 5));
+  const auto o = threeRanksOneFails(dir);
+  Result<SupervisedRun> run = [&] {
+    os::ScopedSys scoped(sys);
+    return superviseRun(o);
+  }();
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(sys.failed(Call::kWaitpid), 5);
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  ASSERT_TRUE(rankOf(rec, 1));
+  EXPECT_EQ(rankOf(rec, 1)->exit_code, 3);
+  for (int r : {0, 2}) {
+    ASSERT_TRUE(rankOf(rec, r));
+    EXPECT_EQ(rankOf(rec, r)->signal, "SIGTERM");
+  }
+  EXPECT_TRUE(rec.teardown.report.clean);
+  expectNothingLeft(o.launch.run_id);
+}
+
+// kill(SIGTERM) refused (EPERM, as for a process that changed its
+// credentials): the run's notes say so, the grace passes, SIGKILL ends the
+// ranks, and the record shows the escalation.
+TEST(WatchLoopSeam, ARefusedSigtermIsSaidAndTheLadderKills) {
+  LeakGuard guard;
+  TempDir dir;
+  FaultySys sys;
+  sys.add(FaultySys::Rule(Call::kKill, EPERM, -1).onSignal(SIGTERM));
+  const auto o = threeRanksOneFails(dir);
+  Result<SupervisedRun> run = [&] {
+    os::ScopedSys scoped(sys);
+    return superviseRun(o);
+  }();
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_GE(sys.failed(Call::kKill), 2);
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.teardown.report.escalation, Escalation::kSigkill);
+  for (int r : {0, 2}) {
+    ASSERT_TRUE(rankOf(rec, r));
+    EXPECT_EQ(rankOf(rec, r)->signal, "SIGKILL");
+    EXPECT_TRUE(rankOf(rec, r)->killed_by_teardown);
+  }
+  const bool said = std::any_of(run->notes.begin(), run->notes.end(), [](const std::string& n) {
+    return n.find("SIGTERM) failed: Operation not permitted") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << ::testing::PrintToString(run->notes);
+  expectNothingLeft(o.launch.run_id);
+}
+
+}  // namespace
+}  // namespace faultline::supervise
