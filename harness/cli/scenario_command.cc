@@ -16,6 +16,7 @@
 #include "harness/cli/report_command.h"
 #include "harness/model/atomic_file.h"
 #include "harness/model/run_layout.h"
+#include "harness/model/stack_name.h"
 #include "harness/launch/job_pool.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
@@ -404,8 +405,11 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
   // Python scenarios); external is each scenario's own command.
   std::vector<std::string> names;
   for (const auto& a : launch::availableStacks(o.run.tools.torches, /*check=*/false)) {
-    if (a.name == "external") continue;
-    if (a.problem.empty() || a.name.rfind("builtin@", 0) == 0) names.push_back(a.name);
+    const LauncherTraits* t = stackTraits(a.name);
+    if (!t || t->is_the_command) continue;
+    // A stack that needs no torch of its own (builtin) still runs the
+    // scenarios it can where something else it offers is missing.
+    if (a.problem.empty() || !t->needs_torch) names.push_back(a.name);
   }
   std::vector<std::pair<std::string, reports::Suite>> stacks;
   int status = 0;

@@ -9,6 +9,7 @@
 
 #include "harness/cli/scenario_command.h"
 #include "harness/launch/stacks.h"
+#include "harness/model/stack_name.h"
 
 namespace faultline::cli {
 
@@ -16,7 +17,11 @@ int stacksCommand(const std::string& self_exe, bool json, std::ostream& out, std
   const auto tools = findTools(self_exe);
   const auto stacks = launch::availableStacks(tools.torches, /*check=*/true);
   int working = 0;
-  for (const auto& s : stacks) working += s.problem.empty() && s.name != "external";
+  // A stack that is the user's own command (external) works wherever there is one.
+  for (const auto& s : stacks) {
+    const LauncherTraits* t = stackTraits(s.name);
+    working += s.problem.empty() && !(t && t->is_the_command);
+  }
   if (json) {
     nlohmann::json list = nlohmann::json::array();
     for (const auto& s : stacks) {

@@ -10,7 +10,6 @@ namespace faultline::launch {
 class BuiltinLauncher final : public Launcher {
  public:
   std::string name() const override { return "builtin"; }
-  bool needsTorch() const override { return false; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override;
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override;
   RankDiscovery rankDiscovery() const override { return RankDiscovery::kStarted; }

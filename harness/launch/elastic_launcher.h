@@ -32,7 +32,6 @@ tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanIn
 
 class ElasticLauncher : public ObservedLauncher {
  public:
-  bool needsTorch() const override { return true; }
   // Its output and --log_dir, format "torchelastic".
   LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override;
 };

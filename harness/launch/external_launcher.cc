@@ -8,7 +8,6 @@ namespace {
 class ExternalLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "external"; }
-  bool needsTorch() const override { return false; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
     if (in.reference_trainer) {
       return tl::unexpected(Unsupported{"the external stack runs a command that launches itself; the reference trainer needs a launcher"});

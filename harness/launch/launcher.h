@@ -24,6 +24,7 @@
 #include "harness/launch/run_layout.h"
 #include "harness/launch/torch_installs.h"
 #include "harness/model/error.h"
+#include "harness/model/stack_name.h"
 #include "harness/scenario/scenario.h"
 
 namespace faultline::launch {
@@ -141,12 +142,15 @@ class Launcher {
   virtual std::string name() const = 0;
 
   // --- planning (pure: no processes) ---
+  // Its row of the launcher table (model/stack_name.h), found by name(); a
+  // launcher outside the table (a test's own) has every trait false.
+  virtual const LauncherTraits& traits() const;
   // Whether the stack runs at a torch version even with a trainer that needs
   // none (torchrun is torch's own launcher; external runs whatever it is given).
-  virtual bool needsTorch() const = 0;
+  bool needsTorch() const { return traits().needs_torch; }
   // Whether it spreads a world over several nodes (`[stack] nodes`); a
   // scenario with nodes > 1 is unsupported on a stack that does not.
-  virtual bool spansNodes() const { return false; }
+  bool spansNodes() const { return traits().spans_nodes; }
   // The command line for a scenario, or why the scenario cannot run here.
   virtual tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const = 0;
 

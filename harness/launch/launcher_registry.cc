@@ -34,6 +34,12 @@ const std::vector<const Launcher*>& allLaunchers() {
   return kAll;
 }
 
+const LauncherTraits& Launcher::traits() const {
+  static const LauncherTraits kNone{"", false, false, false, false, false, false, {}};
+  const LauncherTraits* t = launcherTraits(name());
+  return t ? *t : kNone;
+}
+
 const Launcher* launcherNamed(const std::string& name) {
   const auto& all = allLaunchers();
   auto it = std::find_if(all.begin(), all.end(), [&](const Launcher* l) { return l->name() == name; });

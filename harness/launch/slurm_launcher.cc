@@ -91,8 +91,6 @@ int flagInt(const std::vector<std::string>& command, const std::string& flag) {
 class SlurmLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "slurm"; }
-  bool needsTorch() const override { return true; }
-  bool spansNodes() const override { return true; }
   RankDiscovery rankDiscovery() const override { return RankDiscovery::kRunProcesses; }
   StopOrder stopOrder() const override { return StopOrder::kLauncherFirst; }
   // srun passes SIGTERM to every task and waits for them (Slurm's KillWait after it).

@@ -9,7 +9,6 @@ namespace {
 class SpawnLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "spawn"; }
-  bool needsTorch() const override { return true; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
     if (in.reference_trainer) {
       return tl::unexpected(Unsupported{"the spawn stack runs a command that launches itself; the reference trainer needs a launcher"});

@@ -48,7 +48,6 @@ std::string selfExe() {
 class TorchrunMultinodeLauncher final : public ElasticLauncher {
  public:
   std::string name() const override { return "torchrun-multinode"; }
-  bool spansNodes() const override { return true; }
 
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
     if (::geteuid() != 0) return tl::unexpected(Unsupported{"network namespaces need root"});

@@ -7,11 +7,32 @@
 
 namespace faultline {
 
-const std::vector<StackLauncherName>& stackLaunchers() {
-  static const std::vector<StackLauncherName> kNames = {
-      {"builtin", true}, {"torchrun", true}, {"torchrun-multinode", true}, {"launch", true}, {"spawn", true},
-      {"slurm", true}, {"external", false}};
-  return kNames;
+const std::vector<LauncherTraits>& stackLaunchers() {
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults
+  static const std::vector<LauncherTraits> kTable = {
+      {"builtin",            true, false, true,  false, false, false, {}},
+      {"torchrun",           true, true,  true,  false, false, false, {}},
+      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}},
+      {"launch",             true, true,  false, true,  false, false, {}},
+      {"spawn",              true, true,  false, false, false, false, {}},
+      {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}},
+      {"external",           false, false, false, false, true, false, {}},
+  };
+  return kTable;
+}
+
+const LauncherTraits* launcherTraits(const std::string& launcher) {
+  for (const auto& t : stackLaunchers()) {
+    if (launcher == t.name) return &t;
+  }
+  return nullptr;
+}
+
+const LauncherTraits* stackTraits(const std::string& stack) { return launcherTraits(stack.substr(0, stack.find('@'))); }
+
+bool deliversNodeFault(const LauncherTraits& t, const std::string& kind) {
+  return std::any_of(t.node_faults.begin(), t.node_faults.end(),
+                     [&](const char* k) { return std::string(k) == "*" || kind == k; });
 }
 
 std::string stackLauncherList() {
@@ -25,12 +46,12 @@ std::string stackLauncherList() {
 
 bool isStackLauncher(const std::string& name) {
   const auto& names = stackLaunchers();
-  return std::any_of(names.begin(), names.end(), [&](const StackLauncherName& n) { return name == n.name; });
+  return std::any_of(names.begin(), names.end(), [&](const LauncherTraits& n) { return name == n.name; });
 }
 
 bool isVersionedStack(const std::string& launcher) {
   const auto& names = stackLaunchers();
-  return std::any_of(names.begin(), names.end(), [&](const StackLauncherName& n) { return launcher == n.name && n.versioned; });
+  return std::any_of(names.begin(), names.end(), [&](const LauncherTraits& n) { return launcher == n.name && n.versioned; });
 }
 
 Result<StackName> parseStackName(const std::string& text) {
@@ -39,7 +60,7 @@ Result<StackName> parseStackName(const std::string& text) {
   s.launcher = text.substr(0, at);
   const auto& names = stackLaunchers();
   const auto known =
-      std::find_if(names.begin(), names.end(), [&](const StackLauncherName& n) { return s.launcher == n.name; });
+      std::find_if(names.begin(), names.end(), [&](const LauncherTraits& n) { return s.launcher == n.name; });
   if (known == names.end()) {
     return fail(ErrorCode::kBadUsage, "unknown stack '" + text + "', expected " + stackLauncherList() +
                                           ", optionally @MAJOR.MINOR (torchrun@2.13)");

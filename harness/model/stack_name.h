@@ -16,15 +16,31 @@ struct StackName {
   std::string str() const { return series.empty() ? launcher : launcher + "@" + series; }
 };
 
-// The launchers a stack name may start with, and whether each runs at a torch
-// series. Every name here has a launch::Launcher of that name (the launch
-// stage's registry; a test checks that the two agree). The scenario files
-// need the names and sit below the launch stage, hence the list lives here.
-struct StackLauncherName {
+// What each launcher a stack name may start with is, one row each: the
+// scenario files (which stacks can ever run a scenario, which deliver a node
+// fault), the stack plan (whether a torch is needed, several nodes) and
+// `faultline stacks` all read it here, and nothing outside harness/launch
+// branches on a launcher's name (tests/docs/layering_test.cc). Every name has
+// a launch::Launcher of that name (the launch stage's registry; a test checks
+// that the two agree). The scenario files need the table and sit below the
+// launch stage, hence it lives here.
+struct LauncherTraits {
   const char* name;
-  bool versioned;  // takes @MAJOR.MINOR
+  bool versioned;       // takes @MAJOR.MINOR: "torchrun@2.13"
+  bool needs_torch;     // runs at a torch install whatever the trainer (torch's own launchers)
+  bool runs_reference;  // can start the reference trainer, a plain executable, as ranks
+  bool python_only;     // runs Python trainers only
+  bool is_the_command;  // the scenario's own command is the launcher (external)
+  bool spans_nodes;     // spreads a world over several nodes ([stack] nodes)
+  // The node-fault kinds it delivers (docs/MULTINODE.md); "*": every kind.
+  std::vector<const char*> node_faults;
 };
-const std::vector<StackLauncherName>& stackLaunchers();
+const std::vector<LauncherTraits>& stackLaunchers();
+// The row of `launcher` (a stack name without its @series); null if none.
+const LauncherTraits* launcherTraits(const std::string& launcher);
+// The row of a whole stack name ("torchrun@2.13"); null if none.
+const LauncherTraits* stackTraits(const std::string& stack);
+bool deliversNodeFault(const LauncherTraits& t, const std::string& kind);
 
 // "builtin, torchrun, launch, spawn or external": for messages.
 std::string stackLauncherList();

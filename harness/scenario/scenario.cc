@@ -242,8 +242,9 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");
   }
-  if (s.launcher == "external" && s.command.empty() && !c.failed()) {
-    c.error(t.source(), "[stack]: launcher = \"external\" needs command = [\"launcher\", ...]");
+  if (const LauncherTraits* traits = launcherTraits(s.launcher);
+      traits && traits->is_the_command && s.command.empty() && !c.failed()) {
+    c.error(t.source(), "[stack]: launcher = \"" + s.launcher + "\" needs command = [\"launcher\", ...]");
   }
   checkSomeStackRuns(c, t, s);
 }
@@ -323,12 +324,13 @@ std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
   const bool reference = s.trainer == "reference";
   const bool python = !reference && !s.command.empty() &&
                       fs::path(s.command.front()).filename().string().rfind("python", 0) == 0;
-  if (reference && (launcher == "spawn" || launcher == "external")) {
+  const LauncherTraits* traits = launcherTraits(launcher);
+  if (!traits) return std::nullopt;  // not a stack name: the stack plan says so
+  if (traits->python_only && !python) return NeverRuns{entry + " runs Python trainers only"};
+  if (reference && !traits->runs_reference) {
     return NeverRuns{entry + " runs stack.command itself, and the reference trainer needs a launcher"};
   }
-  if (launcher == "launch" && !python) return NeverRuns{entry + " runs Python trainers only"};
-  const bool needs_torch = reference || python || launcher == "torchrun" || launcher == "torchrun-multinode" || launcher == "launch" ||
-                           launcher == "spawn" || !series.empty();
+  const bool needs_torch = reference || python || traits->needs_torch || !series.empty();
   if (needs_torch && !anyTorchSatisfies(s.torch_bounds, series)) {
     return NeverRuns{series.empty() ? "torch " + s.torch + " admits no version"
                                     : entry + " runs torch " + series + ", outside torch " + s.torch,
@@ -472,9 +474,8 @@ void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Faul
 
 // The stacks that deliver node faults (docs/MULTINODE.md), and which kinds each.
 bool nodeFaultRunsOn(const std::string& launcher, const std::string& kind) {
-  if (launcher == "torchrun-multinode") return true;
-  if (launcher == "slurm") return kind == "node_loss" || kind == "slow_node";
-  return false;
+  const LauncherTraits* traits = launcherTraits(launcher);
+  return traits && deliversNodeFault(*traits, kind);
 }
 
 // fault.node (a node of stack.nodes; the ranks become the node's) and

@@ -143,7 +143,6 @@ TEST(LauncherTeardown, AnUnknownLauncherIsBadUsage) {
 class ForwardingLauncher final : public launch::ObservedLauncher {
  public:
   std::string name() const override { return "forwarding"; }
-  bool needsTorch() const override { return false; }
   tl::expected<launch::PlannedStart, launch::Unsupported> plan(const launch::PlanInput& in) const override {
     return launch::PlannedStart{in.trainer, 1};
   }

@@ -1,0 +1,77 @@
+// The layout's rules, checked on the source: no stage outside harness/launch
+// branches on a launcher's name (the launcher table, model/stack_name.h, is
+// where a launcher's traits live), and docs/LAUNCHERS.md lists every
+// launcher of the table.
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "harness/model/stack_name.h"
+
+namespace faultline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Places allowed to compare with a launcher's name, and why.
+const std::map<std::string, std::string>& allowed() {
+  static const std::map<std::string, std::string> kAllowed = {
+      {"harness/cli/exec_command.cc", "`exec --launcher builtin|external`: the command's own option values"},
+      {"harness/diagnose/root_cause_rules.cc",
+       "supervisor.json's `launcher` is a recorded fact (builtin: faultline started the ranks), not a stack name"},
+      {"harness/probe/fault_spec.cc", "the program a command runs (a `torchrun` command gets the Python shim), not a stack"},
+      {"harness/supervise/node_faults.cc", "a node's torchrun agent found by its command line, not a stack"},
+  };
+  return kAllowed;
+}
+
+TEST(Layering, NoLauncherNameBranchOutsideTheLaunchStage) {
+  std::string names;
+  for (const auto& t : stackLaunchers()) names += (names.empty() ? "" : "|") + std::regex_replace(t.name, std::regex("-"), "\\-");
+  // `== "torchrun"`, `"spawn" !=`, `.rfind("builtin@"`, `.find("slurm")` ...
+  const std::regex branch("(==|!=)\\s*\"(" + names + ")[@\"]|\"(" + names + ")\"\\s*(==|!=)|find\\(\"(" + names + ")[@\"]");
+  const fs::path root(FL_SOURCE_DIR);
+  int scanned = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "harness")) {
+    const std::string ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".cc" && ext != ".h")) continue;
+    const std::string rel = fs::relative(e.path(), root).string();
+    if (rel.rfind("harness/launch/", 0) == 0 || rel.rfind("harness/model/stack_name", 0) == 0) continue;
+    ++scanned;
+    if (allowed().count(rel)) continue;
+    std::istringstream in(slurp(e.path()));
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      if (std::regex_search(line, branch)) {
+        ADD_FAILURE() << rel << ":" << n << ": branches on a launcher's name; use its traits (model/stack_name.h): "
+                      << line;
+      }
+    }
+  }
+  EXPECT_GT(scanned, 50) << "the scan found almost no sources under " << root / "harness";
+}
+
+TEST(Layering, LaunchersDocListsEveryLauncher) {
+  const std::string doc = slurp(fs::path(FL_SOURCE_DIR) / "docs/LAUNCHERS.md");
+  ASSERT_FALSE(doc.empty());
+  for (const auto& t : stackLaunchers()) {
+    EXPECT_NE(doc.find(std::string("`") + t.name + "`"), std::string::npos) << "docs/LAUNCHERS.md does not name " << t.name;
+  }
+}
+
+}  // namespace
+}  // namespace faultline
