@@ -16,5 +16,8 @@ for f in bin/faultline lib/libfaultline_probe.a lib/libfaultline_gtest.a include
 done
 cmake -S "$here" -B "$scratch/build" -G Ninja -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/build"
+# The C trainer writes its events through the probe.
+FAULTLINE_EVENTS="$scratch/c-events.jsonl" "$scratch/build/tiny-trainer-c"
+grep -q '"ev":"step_end"' "$scratch/c-events.jsonl" || { echo "install_consumer: the C trainer wrote no step_end event" >&2; exit 1; }
 unset FAULTLINE
 "$scratch/build/conformance_test"
