@@ -23,6 +23,7 @@
 #include <string>
 #include <typeinfo>
 
+#include "harness/probe/fatal_signal.h"
 #include "harness/probe/fault_spec.h"
 #include "harness/probe/json_escape.h"
 
@@ -236,8 +237,8 @@ void reportWithBacktrace(const char* kind, const char* type, const char* message
 
 const char* signalMessage(int sig, const siginfo_t* info, char* buf, size_t cap) {
   LineBuf b(buf, cap - 1);
-  b.raw(sig == SIGSEGV ? "segmentation fault" : sig == SIGBUS ? "bus error" : sig == SIGFPE ? "floating point exception" : sig == SIGILL ? "illegal instruction" : "aborted");
-  if (info && (sig == SIGSEGV || sig == SIGBUS)) {
+  b.raw(fl_fatal_signal_text(sig));
+  if (fl_fatal_signal_has_address(sig, info)) {
     b.raw(" at address 0x");
     b.hex(reinterpret_cast<uintptr_t>(info->si_addr), 12);
   }
@@ -245,22 +246,12 @@ const char* signalMessage(int sig, const siginfo_t* info, char* buf, size_t cap)
   return buf;
 }
 
-const char* signalType(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    default: return "SIGABRT";
-  }
-}
-
 void onFatalSignal(int sig, siginfo_t* info, void*) {
   int saved = errno;
   // After a terminate handler reported the exception, its abort() adds nothing.
   if (!g_error_reported.exchange(true)) {
     char msg[128];
-    reportWithBacktrace("signal", signalType(sig), signalMessage(sig, info, msg, sizeof msg), nullptr, 0, 2, true);
+    reportWithBacktrace("signal", fl_fatal_signal_type(sig), signalMessage(sig, info, msg, sizeof msg), nullptr, 0, 2, true);
   }
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;

@@ -12,32 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "harness/probe/fatal_signal.h"
 #include "harness/probe/preload/preload.h"
 
 static const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static int g_reported;
 static char g_altstack[1 << 16];
 static char g_line[1 << 15]; /* the error event; one report per process */
-
-static const char *signalType(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    default: return "SIGABRT";
-  }
-}
-
-static const char *signalText(int sig) {
-  switch (sig) {
-    case SIGSEGV: return "segmentation fault";
-    case SIGBUS: return "bus error";
-    case SIGFPE: return "floating point exception";
-    case SIGILL: return "illegal instruction";
-    default: return "aborted";
-  }
-}
 
 /* "#0 0x7f.. fn+0x1c (/lib/x86_64-linux-gnu/libfoo.so+0x1234)", the probe's
  * frame format, which diagnosis reads. */
@@ -91,13 +72,11 @@ static void report(int sig, const siginfo_t *info, const void *ucontext) {
   fl_line_key(&b, "kind");
   fl_line_str(&b, "signal");
   fl_line_key(&b, "type");
-  fl_line_str(&b, signalType(sig));
+  fl_line_str(&b, fl_fatal_signal_type(sig));
   char msg[96];
   struct fl_line m = {msg, sizeof msg - 1, 0};
-  fl_line_raw(&m, signalText(sig));
-  /* Only a fault the kernel raised has an address; after kill() or raise()
-   * (faulthandler re-raising) si_addr holds the sender's pid. */
-  if (info && info->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS)) {
+  fl_line_raw(&m, fl_fatal_signal_text(sig));
+  if (fl_fatal_signal_has_address(sig, info)) {
     fl_line_raw(&m, " at address 0x");
     fl_line_hex(&m, (uintptr_t)info->si_addr, 12);
   }
