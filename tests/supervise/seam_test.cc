@@ -19,6 +19,7 @@ using faultline::testing::FaultySys;
 using faultline::testing::hostilePath;
 using faultline::testing::LeakGuard;
 using faultline::testing::TempDir;
+using faultline::testing::expectNothingLeft;
 using Call = FaultySys::Call;
 
 SuperviseOptions threeRanksOneFails(const TempDir& dir) {
@@ -36,13 +37,6 @@ SuperviseOptions threeRanksOneFails(const TempDir& dir) {
 const SupervisedRank* rankOf(const SupervisorRecord& rec, int rank) {
   auto it = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const SupervisedRank& r) { return r.rank == rank; });
   return it == rec.ranks.end() ? nullptr : &*it;
-}
-
-void expectNothingLeft(const std::string& run_id) {
-  for (pid_t p : listPids()) {
-    if (!isAlive(p)) continue;
-    EXPECT_NE(environVar(p, "FAULTLINE_RUN_ID"), std::optional<std::string>(run_id)) << "pid " << p;
-  }
 }
 
 // The reaper stopped at the first EINTR; a rank whose SIGCHLD was spent on

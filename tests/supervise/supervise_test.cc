@@ -22,6 +22,7 @@ using faultline::testing::hostilePath;
 using faultline::testing::LeakGuard;
 using faultline::testing::readFile;
 using faultline::testing::TempDir;
+using faultline::testing::expectNothingLeft;
 
 SuperviseOptions builtin(const TempDir& dir, int nproc, std::vector<std::string> args) {
   SuperviseOptions o;
@@ -49,13 +50,6 @@ bool cgroupAvailable() {
 }
 bool isRoot() { return ::geteuid() == 0; }
 
-// Nothing of the run is left: no process carrying its run id.
-void expectNothingLeft(const std::string& run_id) {
-  for (pid_t p : listPids()) {
-    if (!isAlive(p)) continue;
-    EXPECT_NE(environVar(p, "FAULTLINE_RUN_ID"), std::optional<std::string>(run_id)) << "pid " << p << " survived";
-  }
-}
 
 TEST(Supervise, CleanRunOfFourRanksWithTheContractEnvironment) {
   LeakGuard guard;

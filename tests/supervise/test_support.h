@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -30,5 +31,13 @@ namespace faultline::testing {
 
 // FL_HOSTILE: the target that includes this header names tests/fixtures/hostile's binary.
 inline std::string hostilePath() { return FL_HOSTILE; }
+
+// Nothing of the run is left: no live process carrying its run id.
+inline void expectNothingLeft(const std::string& run_id) {
+  for (pid_t p : supervise::listPids()) {
+    if (!supervise::isAlive(p)) continue;
+    EXPECT_NE(supervise::environVar(p, "FAULTLINE_RUN_ID"), std::optional<std::string>(run_id)) << "pid " << p << " survived";
+  }
+}
 
 }  // namespace faultline::testing
