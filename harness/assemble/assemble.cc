@@ -238,4 +238,23 @@ Report unsupportedReport(const std::string& stack, const std::string& torch, int
   return report;
 }
 
+Report missingRunReport(const ScenarioRef& scenario, const Error& why, const std::string& log_path) {
+  Report report;
+  report.verdict = Verdict::kError;
+  report.scenario = scenario;
+  report.harness.version = FAULTLINE_VERSION;
+  report.extra["harness_error"] = "no report: " + why.str() + " (see " + log_path + ")";
+  return report;
+}
+
+Report badScenarioReport(const ScenarioRef& scenario, const std::string& stack, const std::string& message) {
+  Report report;
+  report.verdict = Verdict::kUnresolved;
+  report.scenario = scenario;
+  report.stack.launcher = stack;
+  report.harness.version = FAULTLINE_VERSION;
+  report.extra["bad_input"] = message;
+  return report;
+}
+
 }  // namespace faultline::assemble

@@ -57,6 +57,12 @@ Report harnessErrorReport(const std::string& launcher, const std::vector<std::st
                           int64_t wall_ms);
 // A scenario that does not apply to the stack: verdict unsupported with extra.unsupported_reason.
 Report unsupportedReport(const std::string& stack, const std::string& torch, int world_size, const std::string& reason);
+// A suite's run that left no readable report.json (its `faultline run`
+// crashed before the provisional one, say): verdict error, naming the run's log.
+Report missingRunReport(const ScenarioRef& scenario, const Error& why, const std::string& log_path);
+// A scenario file that does not parse, in a suite: verdict unresolved with
+// extra.bad_input (file:line:col and what was expected).
+Report badScenarioReport(const ScenarioRef& scenario, const std::string& stack, const std::string& message);
 
 // The version written to report.json's harness.version.
 std::string harnessVersion();

@@ -341,9 +341,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     if (r) {
       entry.report = std::move(*r);
     } else {
-      entry.report.verdict = Verdict::kError;
-      entry.report.scenario = ScenarioRef{s.name, s.file};
-      entry.report.extra["harness_error"] = "no report: " + r.error().str() + " (see " + dirs[i] + ".log)";
+      entry.report = assemble::missingRunReport(ScenarioRef{s.name, s.file}, r.error(), dirs[i] + ".log");
     }
     entry.stack = entry.report.stack.launcher.empty() ? o.run.stack : entry.report.stack.launcher;
     ++done;
@@ -360,10 +358,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     entry.name = fs::path(bad.file).stem().string();
     entry.run_dir = runDirName(entry.name, o.run.stack);
     entry.stack = o.run.stack;
-    entry.report.verdict = Verdict::kUnresolved;
-    entry.report.scenario = ScenarioRef{entry.name, bad.file};
-    entry.report.stack.launcher = o.run.stack;
-    entry.report.extra["bad_input"] = bad.error.message;
+    entry.report = assemble::badScenarioReport(ScenarioRef{entry.name, bad.file}, o.run.stack, bad.error.message);
     const std::string dir = root + "/" + entry.run_dir;
     if (auto made = launch::makeDirs(dir); made) finish(entry.report, dir, err);
     out << "[bad] " << std::left << std::setw(12) << "unresolved" << reports::headline(entry.report) << "\n";
