@@ -144,7 +144,7 @@ class Launcher {
   // --- planning (pure: no processes) ---
   // Its row of the launcher table (model/stack_name.h), found by name(); a
   // launcher outside the table (a test's own) has every trait false.
-  virtual const LauncherTraits& traits() const;
+  const LauncherTraits& traits() const;
   // Whether the stack runs at a torch version even with a trainer that needs
   // none (torchrun is torch's own launcher; external runs whatever it is given).
   bool needsTorch() const { return traits().needs_torch; }

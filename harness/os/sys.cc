@@ -21,7 +21,6 @@ std::atomic<Sys*> current{nullptr};
 }  // namespace
 
 int Sys::open(const char* path, int flags, mode_t mode) { return ::open(path, flags, mode); }
-ssize_t Sys::read(int fd, void* buf, size_t n) { return ::read(fd, buf, n); }
 ssize_t Sys::write(int fd, const void* buf, size_t n) { return ::write(fd, buf, n); }
 int Sys::close(int fd) { return ::close(fd); }
 int Sys::rename(const char* from, const char* to) { return ::rename(from, to); }

@@ -1,6 +1,6 @@
 // The one seam for the system calls the harness makes where a failure has
-// to be handled (fmt's posix-mock, as a class): open, read, write, close,
-// rename, unlink, kill and waitpid go through the current Sys, which is the
+// to be handled (fmt's posix-mock, as a class): open, write, close, rename,
+// unlink, kill and waitpid go through the current Sys, which is the
 // real one unless a test installs another for its scope. Each call has the
 // system call's own contract: -1 (or a negative ssize_t) with errno set.
 // Nothing here retries; the callers decide what is retried (EINTR) and what
@@ -16,7 +16,6 @@ class Sys {
  public:
   virtual ~Sys() = default;
   virtual int open(const char* path, int flags, mode_t mode);
-  virtual ssize_t read(int fd, void* buf, size_t n);
   virtual ssize_t write(int fd, const void* buf, size_t n);
   virtual int close(int fd);
   virtual int rename(const char* from, const char* to);

@@ -9,6 +9,7 @@
 
 #include "harness/launch/clock.h"
 #include "harness/model/stack_name.h"
+#include "harness/os/sys.h"
 #include "harness/supervise/proc_fs.h"
 #include "harness/supervise/watch_loop.h"
 
@@ -79,7 +80,7 @@ Result<SupervisedRun> superviseRun(const SuperviseOptions& in) {
   // A run that never starts is the caller's to report (bad usage writes no
   // report at all): the provisional one goes again.
   const auto not_started = [&](const Error& e) {
-    if (opts.provisional_report) ::unlink(layout.reportPath().c_str());
+    if (opts.provisional_report) os::sys().unlink(layout.reportPath().c_str());
     return tl::unexpected(e);
   };
   auto containment = Containment::create(opts.launch.run_id, opts.allow_cgroup);

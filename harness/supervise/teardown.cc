@@ -14,9 +14,9 @@
 #include <map>
 
 #include "harness/launch/clock.h"
-#include "harness/os/sys.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
+#include "harness/os/sys.h"
 #include "harness/supervise/flight_recorder_request.h"
 #include "harness/supervise/proc_fs.h"
 #include "harness/supervise/terminate.h"

@@ -16,15 +16,6 @@ namespace faultline::supervise {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fateName(Fate f) {
-  switch (f) {
-    case Fate::kEndedOnSigterm: return "ended on SIGTERM";
-    case Fate::kKilled: return "killed";
-    case Fate::kSurvived: return "survived";
-  }
-  return "?";
-}
-
 std::vector<pid_t> TerminateResult::survivors() const {
   std::vector<pid_t> out;
   for (const auto& p : processes) {

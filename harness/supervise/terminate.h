@@ -44,7 +44,6 @@ enum class Fate {
   kKilled,          // still there after the grace, SIGKILLed, then gone
   kSurvived,        // still there after the SIGKILL wait too
 };
-std::string fateName(Fate f);
 
 struct TerminatedProcess {
   pid_t pid = 0;

@@ -10,33 +10,23 @@
 
 #include "harness/supervise/supervisor.h"
 #include "tests/support/faulty_sys.h"
+#include "tests/supervise/run_fixtures.h"
 #include "tests/supervise/test_support.h"
 
 namespace faultline::supervise {
 namespace {
 
 using faultline::testing::FaultySys;
-using faultline::testing::hostilePath;
 using faultline::testing::LeakGuard;
 using faultline::testing::TempDir;
 using faultline::testing::expectNothingLeft;
 using Call = FaultySys::Call;
 
+// Rank 1 fails once the others have shown life; the others are torn down.
 SuperviseOptions threeRanksOneFails(const TempDir& dir) {
-  SuperviseOptions o;
-  o.launch.launcher = "builtin";
-  o.launch.nproc = 3;
-  o.launch.command = {hostilePath(), "1=exit:3@0.3", "*=sleep:60"};
+  SuperviseOptions o = builtin(dir, 3, {"1=exit:3@0.3", "*=sleep:60"});
   o.launch.run_id = newRunId();
-  o.out_dir = dir / "run";
-  o.grace_s = 1;
-  o.deadline_s = 60;
   return o;
-}
-
-const SupervisedRank* rankOf(const SupervisorRecord& rec, int rank) {
-  auto it = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const SupervisedRank& r) { return r.rank == rank; });
-  return it == rec.ranks.end() ? nullptr : &*it;
 }
 
 // The reaper stopped at the first EINTR; a rank whose SIGCHLD was spent on
@@ -56,11 +46,9 @@ TEST(WatchLoopSeam, EintrFromWaitpidLosesNoExit) {
   const auto& rec = run->record;
   EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
   EXPECT_EQ(rec.trigger.rank, 1);
-  ASSERT_TRUE(rankOf(rec, 1));
-  EXPECT_EQ(rankOf(rec, 1)->exit_code, 3);
+  EXPECT_EQ(rankOf(rec, 1).exit_code, 3);
   for (int r : {0, 2}) {
-    ASSERT_TRUE(rankOf(rec, r));
-    EXPECT_EQ(rankOf(rec, r)->signal, "SIGTERM");
+    EXPECT_EQ(rankOf(rec, r).signal, "SIGTERM");
   }
   EXPECT_TRUE(rec.teardown.report.clean);
   expectNothingLeft(o.launch.run_id);
@@ -84,9 +72,8 @@ TEST(WatchLoopSeam, ARefusedSigtermIsSaidAndTheLadderKills) {
   const auto& rec = run->record;
   EXPECT_EQ(rec.teardown.report.escalation, Escalation::kSigkill);
   for (int r : {0, 2}) {
-    ASSERT_TRUE(rankOf(rec, r));
-    EXPECT_EQ(rankOf(rec, r)->signal, "SIGKILL");
-    EXPECT_TRUE(rankOf(rec, r)->killed_by_teardown);
+    EXPECT_EQ(rankOf(rec, r).signal, "SIGKILL");
+    EXPECT_TRUE(rankOf(rec, r).killed_by_teardown);
   }
   const bool said = std::any_of(run->notes.begin(), run->notes.end(), [](const std::string& n) {
     return n.find("SIGTERM) failed: Operation not permitted") != std::string::npos;

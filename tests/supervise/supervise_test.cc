@@ -11,6 +11,7 @@
 
 #include "harness/supervise/cgroup.h"
 #include "harness/supervise/proc_fs.h"
+#include "tests/supervise/run_fixtures.h"
 #include "tests/supervise/test_support.h"
 #include "tests/test_scale.h"
 
@@ -23,24 +24,6 @@ using faultline::testing::LeakGuard;
 using faultline::testing::readFile;
 using faultline::testing::TempDir;
 using faultline::testing::expectNothingLeft;
-
-SuperviseOptions builtin(const TempDir& dir, int nproc, std::vector<std::string> args) {
-  SuperviseOptions o;
-  o.launch.launcher = "builtin";
-  o.launch.nproc = nproc;
-  o.launch.command = {hostilePath()};
-  for (auto& a : args) o.launch.command.push_back(std::move(a));
-  o.out_dir = dir / "run";
-  o.grace_s = 1;
-  o.deadline_s = 60;
-  return o;
-}
-
-const SupervisedRank& rankOf(const SupervisorRecord& rec, int rank) {
-  auto it = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const SupervisedRank& r) { return r.rank == rank; });
-  EXPECT_NE(it, rec.ranks.end()) << "no rank " << rank;
-  return *it;
-}
 
 // cgroup v2 delegation, ptrace of siblings and the proc connector all need
 // root here; without it the harness falls back, and the tests say so.

@@ -57,14 +57,6 @@ int FaultySys::open(const char* path, int flags, mode_t mode) {
   return fd;
 }
 
-ssize_t FaultySys::read(int fd, void* buf, size_t n) {
-  if (int e = decide(Call::kRead, pathOf(fd), 0)) {
-    errno = e;
-    return -1;
-  }
-  return Sys::read(fd, buf, n);
-}
-
 ssize_t FaultySys::write(int fd, const void* buf, size_t n) {
   if (int e = decide(Call::kWrite, pathOf(fd), 0)) {
     errno = e;

@@ -15,7 +15,7 @@ namespace faultline::testing {
 
 class FaultySys : public os::Sys {
  public:
-  enum class Call { kOpen, kRead, kWrite, kClose, kRename, kUnlink, kKill, kWaitpid };
+  enum class Call { kOpen, kWrite, kClose, kRename, kUnlink, kKill, kWaitpid };
   // Fails `times` calls of `call` (-1: all) with `err`; narrowed by the setters.
   struct Rule {
     Rule(Call c, int e, int t = 1) : call(c), err(e), times(t) {}
@@ -35,7 +35,6 @@ class FaultySys : public os::Sys {
   int failed(Call c) const;
 
   int open(const char* path, int flags, mode_t mode) override;
-  ssize_t read(int fd, void* buf, size_t n) override;
   ssize_t write(int fd, const void* buf, size_t n) override;
   int close(int fd) override;
   int rename(const char* from, const char* to) override;
