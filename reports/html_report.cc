@@ -378,6 +378,11 @@ std::string body(const Report& r) {
     }
     o << "</table>\n";
   }
+  if (const auto notes = harnessNotes(r); !notes.empty()) {
+    o << "<h2>Harness notes</h2><ul id=\"harness-notes\">";
+    for (const auto& n : notes) o << "<li>" << e(n) << "</li>";
+    o << "</ul>\n";
+  }
   o << "<h2>Teardown</h2><div id=\"teardown\">" << (r.teardown.clean ? "clean" : "NOT clean") << ", "
     << r.teardown.duration_ms << " ms, escalation " << escalationName(r.teardown.escalation) << "</div>\n";
   for (const auto& s : r.teardown.survivors) o << "<div class=\"bad\">survivor " << s.pid << ": " << e(s.cmdline) << "</div>\n";

@@ -53,6 +53,11 @@ std::string headline(const Report& r);
 // `if rank == 0`". Empty when it blames one rank (or none) and has no sides.
 std::vector<std::string> blameLines(const RootCause& rc);
 
+// What went wrong on the harness's side during the run (extra.harness_notes:
+// a stack dump it could not take, a signal it could not send), each a line.
+// Free-form extra: anything not a string is skipped.
+std::vector<std::string> harnessNotes(const Report& r);
+
 // Writes junit.xml, report.md, report.html and trace.json next to RUN_DIR/report.json.
 Result<void> renderRun(const Report& r, const std::string& run_dir);
 // Writes report.json (suite form), junit.xml, report.md and index.html into DIR.

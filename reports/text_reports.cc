@@ -26,6 +26,16 @@ std::string baseOf(const std::string& path) {
 
 }  // namespace
 
+std::vector<std::string> harnessNotes(const Report& r) {
+  std::vector<std::string> out;
+  const auto notes = r.extra.find("harness_notes");
+  if (notes == r.extra.end() || !notes->is_array()) return out;
+  for (const auto& n : *notes) {
+    if (n.is_string()) out.push_back(n.get<std::string>());
+  }
+  return out;
+}
+
 std::vector<std::string> blameLines(const RootCause& rc) {
   std::vector<std::string> out;
   switch (rc.blame) {
@@ -255,6 +265,7 @@ std::string markdownForRun(const Report& r) {
       }
     }
   }
+  for (const std::string& n : harnessNotes(r)) unseen << "| harness | note | " << markdownCell(n) << " |\n";
   if (!unseen.str().empty()) {
     o << "### Not observed\n\n| where | what | why |\n|---|---|---|\n" << unseen.str() << "\n";
   }

@@ -17,6 +17,7 @@
 #include "harness/model/atomic_file.h"
 #include "harness/model/run_layout.h"
 #include "harness/model/stack_name.h"
+#include "harness/launch/helper_tools.h"
 #include "harness/launch/job_pool.h"
 #include "harness/launch/rank_env.h"
 #include "harness/launch/run_layout.h"
@@ -124,6 +125,7 @@ launch::Tools findTools(const std::string& self_exe) {
   if (const char* v = std::getenv("FAULTLINE_TRAINER"); v && *v) t.trainer_override = v;
   t.torches = launch::discoverTorch(launch::torchInterpreterCandidates(), findTrainerDir(self_exe));
   t.gpus = launch::countGpus();
+  t.helpers = launch::findHelperTools(launch::currentEnvironment());
   t.faultline_bin = self_exe;
   return t;
 }

@@ -73,7 +73,7 @@ std::string exitText(const RankInput& r) {
   return "exit status unknown";
 }
 
-RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, bool peer_failed_first) {
+RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, PeerFailures peers) {
   RankState st;
   st.in = &r;
   const std::optional<Evidence> failure = rankFailure(r.errors, r.crashed_children);
@@ -120,13 +120,26 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, b
   // record sent it (another process, an operator, a scripted fault) and no
   // peer had failed before it (a launcher stopping the rest sends SIGTERM
   // unannounced): then it is a failure of its own.
-  const bool before_teardown = r.exit_ns && (!teardown_ns || *r.exit_ns < *teardown_ns) && !peer_failed_first;
+  const bool before_teardown = r.exit_ns && (!teardown_ns || *r.exit_ns < *teardown_ns) && !peers.before;
   if (r.killed_by_teardown || (isTeardownSignal(r.signal) && *r.signal != "SIGKILL" && !before_teardown)) {
     st.cls = FailureClass::kTeardown;
     return st;
   }
-  st.cls = FailureClass::kPrimary;
   st.has_evidence = true;
+  // SIGPIPE: the rank wrote to a socket or pipe whose reader was gone. In a
+  // job where another rank failed otherwise, that reader was the failed
+  // peer (a native trainer's Gloo pair, which does not ignore SIGPIPE as
+  // Python does), whichever exit the supervisor happened to reap first.
+  if (r.signal && *r.signal == "SIGPIPE" && peers.other_than_pipe) {
+    st.cls = FailureClass::kCollateral;
+    st.evidence.kind = Kind::kSignal;
+    st.evidence.signal = st.evidence.type = *r.signal;
+    st.evidence.collateral = true;
+    st.evidence.collateral_reason = "it wrote to a connection whose other end had closed (a failed peer)";
+    st.evidence.note = st.evidence.collateral_reason;
+    return st;
+  }
+  st.cls = FailureClass::kPrimary;
   if (r.signal) {
     st.evidence.kind = Kind::kSignal;
     st.evidence.signal = *r.signal;
@@ -170,10 +183,18 @@ Analysis analyse(const RunInput& in) {
       second_fail = x;
     }
   }
+  // Which ranks failed by something other than SIGPIPE: two answer it for all.
+  std::vector<int> non_pipe;
+  for (const auto& [o, other] : in.ranks) {
+    const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
+    if (failed && other.signal != "SIGPIPE" && !other.killed_by_teardown && non_pipe.size() < 2) non_pipe.push_back(o);
+  }
   for (const auto& [r, ri] : in.ranks) {
     const auto& other = first_fail && first_fail->second == r ? second_fail : first_fail;
-    const bool peer_failed_first = other && ri.exit_ns && other->first < *ri.exit_ns;
-    a.states[r] = classifyRank(ri, teardown_ns, peer_failed_first);
+    PeerFailures peers;
+    peers.before = other && ri.exit_ns && other->first < *ri.exit_ns;
+    peers.other_than_pipe = std::any_of(non_pipe.begin(), non_pipe.end(), [&](int o) { return o != r; });
+    a.states[r] = classifyRank(ri, teardown_ns, peers);
   }
   for (const auto& [r, st] : a.states) {
     if (st.cls == FailureClass::kPrimary) a.primaries.push_back(r);

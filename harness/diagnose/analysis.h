@@ -51,8 +51,12 @@ struct Analysis {
 
 // Classifies every rank of `in`. The Analysis points into `in`: keep it alive.
 Analysis analyse(const RunInput& in);
-RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns = std::nullopt,
-                        bool peer_failed_first = false);
+// What the other ranks did, as far as one rank's class depends on it.
+struct PeerFailures {
+  bool before = false;        // another rank failed before this one ended
+  bool other_than_pipe = false;  // another rank failed, at any time, by something other than SIGPIPE
+};
+RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns = std::nullopt, PeerFailures peers = {});
 
 // Milliseconds since the run started (0 when no start is known).
 double msSinceStart(const Analysis& a, int64_t t_ns);

@@ -602,6 +602,11 @@ std::optional<Candidate> noProgress(const Analysis& a) {
   const bool said = in.supervisor->trigger.detail.find("collective tracing unavailable") != std::string::npos;
   if (!a.collective_gap.empty() && !said) c.summary += "; " + a.collective_gap;
   if (!a.step_gap.empty()) c.summary += "; " + a.step_gap;
+  // Stacks the supervisor could not take (no tool on the machine): the
+  // reader must know why nothing names the rank.
+  for (const std::string& n : in.supervisor->notes) {
+    if (n.rfind("no stack dump of ", 0) == 0) c.summary += "; " + n;
+  }
   c.layers.push_back({"error", c.summary});
   return Candidate{c, std::nullopt, {}};
 }

@@ -89,6 +89,18 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
                        std::to_string(tools.gpus) + (tools.gpus == 0 ? " (no /dev/nvidiaN)" : "");
     return plan;
   }
+  for (const auto& alternatives : s.stack.tools) {
+    if (std::any_of(alternatives.begin(), alternatives.end(), [&](const std::string& t) { return tools.helpers.count(t); })) {
+      continue;
+    }
+    std::string names;
+    for (size_t i = 0; i < alternatives.size(); ++i) {
+      names += (i == 0 ? "" : i + 1 == alternatives.size() ? " or " : ", ") + alternatives[i];
+    }
+    plan.unsupported = "scenario '" + s.name + "' reads its diagnosis from stack dumps by " + names +
+                       ", which this machine does not have";
+    return plan;
+  }
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
   std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))

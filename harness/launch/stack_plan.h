@@ -6,6 +6,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Tools {
   std::string trainer_override;       // set (FAULTLINE_TRAINER): this reference trainer for every torch version
   Instruments instruments;            // given to every stack's processes
   int gpus = 0;                       // NVIDIA GPUs on this machine (countGpus)
+  std::set<std::string> helpers;      // the stack dumpers found here (findHelperTools)
   std::string faultline_bin;          // this faultline binary (multi-node stacks run `faultline agent` on each node)
 };
 

@@ -192,7 +192,8 @@ json toJson(const toml::node& n) {
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks", "torch", "instrument"},
+  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks", "torch", "instrument",
+                 "tools"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -225,7 +226,7 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   }
   if (auto v = c.integer(t, "nodes", "stack")) {
     if (*v < 1 || *v > 1024) {
-      c.error(t.get("nodes")->source(), "stack.nodes: " + std::to_string(*v) + " is out of range, expected 1..512");
+      c.error(t.get("nodes")->source(), "stack.nodes: " + std::to_string(*v) + " is out of range, expected 1..1024");
     } else if (s.world_size % *v != 0) {
       c.error(t.get("nodes")->source(), "stack.nodes: world_size " + std::to_string(s.world_size) +
                                             " is not a multiple of " + std::to_string(*v) +
@@ -239,6 +240,29 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
     s.gpus = static_cast<int>(*v);
   }
   if (auto v = c.boolean(t, "instrument", "stack")) s.instrument = *v;
+  if (auto v = c.strings(t, "tools", "stack")) {
+    for (const std::string& alternatives : *v) {
+      std::vector<std::string> any;
+      std::string bad;
+      for (size_t start = 0;;) {
+        const size_t bar = alternatives.find('|', start);
+        std::string name = alternatives.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+        if (std::find_if(std::begin(kHelperTools), std::end(kHelperTools), [&](const char* h) { return name == h; }) ==
+            std::end(kHelperTools)) {
+          bad = name;
+        }
+        any.push_back(std::move(name));
+        if (bar == std::string::npos) break;
+        start = bar + 1;
+      }
+      if (!bad.empty() || alternatives.empty()) {
+        c.error(t.get("tools")->source(), "stack.tools: unknown tool '" + bad + "' in \"" + alternatives +
+                                              "\", expected eu-stack, gdb or py-spy (alternatives joined by |)");
+      } else {
+        s.tools.push_back(std::move(any));
+      }
+    }
+  }
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");
   }

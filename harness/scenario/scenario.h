@@ -22,6 +22,10 @@ struct SourcePos {
   std::string str() const;  // "file:line:col"
 };
 
+// The helper programs a scenario may need on the machine (stack.tools): the
+// supervisor's stack dumpers.
+inline constexpr const char* kHelperTools[] = {"eu-stack", "gdb", "py-spy"};
+
 struct Stack {
   std::string launcher = "builtin";  // builtin | torchrun | launch | spawn | external
   std::string trainer = "reference";  // reference | command
@@ -39,6 +43,10 @@ struct Stack {
   // false: run as faultline cannot instrument it, as --no-instrument does (no
   // Python shim, no LD_PRELOAD interposer).
   bool instrument = true;
+  // Helper programs it needs (kHelperTools), each a list of alternatives
+  // ("eu-stack|gdb"): without one, its stacks cannot be read and it is
+  // unsupported on the machine, never failed.
+  std::vector<std::vector<std::string>> tools;
 };
 
 struct Fault {

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "harness/launch/clock.h"
+#include "harness/launch/helper_tools.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
 #include "harness/os/sys.h"
@@ -23,18 +24,6 @@
 
 namespace faultline::supervise {
 namespace {
-
-// py-spy on PATH, else in the tools venv ci/deps installs it into
-// ($FAULTLINE_OPT/tools, default /opt/faultline/tools).
-std::optional<std::string> pySpyPath(const launch::Environment& env) {
-  const std::string path_var = env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin";
-  if (auto p = launch::resolveExecutable("py-spy", path_var)) return *p;
-  const std::string opt = env.count("FAULTLINE_OPT") && !env.at("FAULTLINE_OPT").empty() ? env.at("FAULTLINE_OPT")
-                                                                                          : "/opt/faultline";
-  const std::string venv = opt + "/tools/bin/py-spy";
-  if (::access(venv.c_str(), X_OK) == 0) return venv;
-  return std::nullopt;
-}
 
 // "SIGTERM" for the ladder's first step, "SIGKILL" for its second.
 std::string escalationSignal(Escalation e) { return signalName(e == Escalation::kSigkill ? SIGKILL : SIGTERM); }
@@ -72,6 +61,7 @@ void WatchLoop::sendSignal(pid_t pid, int sig) {
   if (RankState* r = rankByPid(pid); r && !r->finished) {
     rank = r->rank;
     if (sig == SIGTERM || sig == SIGKILL) r->signalled_by_teardown = true;
+    if (sig == SIGKILL) r->sigkilled_by_teardown = true;
   }
   teardown_.signals.push_back({pid, rank, signalName(sig), launch::realtimeNs()});
 }
@@ -174,26 +164,31 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
   if (!opts_.gdb_stacks) return;
   if (trigger_.kind != TriggerKind::kHang && trigger_.kind != TriggerKind::kDeadline) return;
   const auto env = launch::currentEnvironment();
-  const std::string path_var = env.count("PATH") ? env.at("PATH") : "/usr/bin:/bin";
   std::string method = "eu-stack";
-  auto tool = launch::resolveExecutable("eu-stack", path_var);
+  auto tool = launch::findHelperTool("eu-stack", env);
   if (!tool) {
     method = "gdb";
-    tool = launch::resolveExecutable("gdb", path_var);
+    tool = launch::findHelperTool("gdb", env);
   }
   // Python ranks the shim is not in: py-spy reads their Python stacks (and the
   // native frames under them, c10d's waits among them) from outside.
-  const auto py_spy = pySpyPath(env);
+  const auto py_spy = launch::findHelperTool("py-spy", env);
   std::map<pid_t, size_t> running;  // dumper pid -> index in stack_dumps
   bool any_py_spy = false;
+  // Said, not skipped in silence: the diagnosis of a hang without events
+  // rests on these dumps, and the report must show why there are none.
+  std::vector<int> no_py_spy, no_native;
   for (auto& r : ranks_) {
     if (r->finished || !isAlive(r->pid)) continue;
     // Python ranks get their dump from the SIGUSR1 shim, or from py-spy where
     // the shim is not; a native dump sees only the interpreter.
     const bool python = exeName(r->pid).rfind("python", 0) == 0;
     const bool dumped = std::any_of(usr1.begin(), usr1.end(), [&](RankState* u) { return u == r.get(); });
-    if (python && (dumped || !py_spy)) continue;
-    if (!python && !tool) continue;
+    if (python && dumped) continue;
+    if (python ? !py_spy : !tool) {
+      (python ? no_py_spy : no_native).push_back(r->rank);
+      continue;
+    }
     launch::SpawnSpec spec;
     const std::string pid_text = std::to_string(r->pid);
     const std::string rank_method = python ? "py-spy" : method;
@@ -241,6 +236,14 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
       containment_.forgetHelper(pid);
     };
   }
+  auto noteMissing = [&](const std::vector<int>& ranks, const std::string& why) {
+    if (ranks.empty()) return;
+    std::string list;
+    for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
+    note(std::string("no stack dump of ") + (ranks.size() == 1 ? "rank " : "ranks ") + list + ": " + why);
+  };
+  noteMissing(no_native, "neither eu-stack nor gdb is installed (apt-get install elfutils)");
+  noteMissing(no_py_spy, "py-spy is not installed (pip install py-spy; ci/deps puts it in /opt/faultline/tools)");
   if (running.empty()) return;
   std::map<std::string, int> by_method;
   for (const auto& [pid, idx] : running) ++by_method[teardown_.stack_dumps[idx].method];
@@ -315,7 +318,10 @@ void WatchLoop::teardown() {
     ladder.wait = [&](const std::function<bool()>& done, Clock::duration max) { runUntil(done, max); };
     ladder.cut_grace = [&] { return interrupts_ > 1; };
     ladder.on_survivor = [&](pid_t p) { addSurvivor(p, "still running after the grace period"); };
-    ladder.kill_rest = [&] { containment_.killAll(); };
+    ladder.kill_rest = [&] {
+      for (auto& r : ranks_) r->sigkilled_by_teardown = r->sigkilled_by_teardown || !r->finished;
+      containment_.killAll();
+    };
     ladder.on_step = [&](Escalation e, const std::vector<pid_t>& pids) {
       timeline(std::nullopt, escalationSignal(e) + " to " + std::to_string(pids.size()) + " process(es)",
                TimelineKind::kSignal);
@@ -384,7 +390,11 @@ SupervisedRun WatchLoop::result() const {
       k.exit_code = r->outcome.exitCode();
       if (auto s = r->outcome.signal()) k.signal = signalName(*s);
     }
-    k.killed_by_teardown = r->signalled_by_teardown && r->finished;
+    // A rank that died of a SIGKILL the teardown never sent (a scripted
+    // kill, the OOM killer) in the moment between its SIGTERM and its exit
+    // ended on its own: reaping order is no evidence.
+    const bool foreign_kill = r->outcome.signal() == SIGKILL && !r->sigkilled_by_teardown;
+    k.killed_by_teardown = r->signalled_by_teardown && r->finished && !foreign_kill;
     k.node = r->node;
     rec.ranks.push_back(k);
     world = std::max(world, r->rank + 1);

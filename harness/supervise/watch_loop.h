@@ -57,7 +57,8 @@ struct RankState {
   std::optional<int64_t> exit_ns;
   ProcessOutcome outcome = ProcessOutcome::running();
   bool exit_known = false;  // an external rank reaped by its launcher first leaves no status
-  bool signalled_by_teardown = false;
+  bool signalled_by_teardown = false;  // the teardown sent it SIGTERM or SIGKILL
+  bool sigkilled_by_teardown = false;  // ... SIGKILL, or killed its cgroup
   // Start-up: until a rank writes output or an event, CPU use shows it is
   // still starting (see WatchLoop::ranksStillStarting).
   bool shown_life = false;

@@ -99,6 +99,35 @@ TEST(Analyze, SigkillWithoutEvidenceIsAPossibleOomKill) {
   EXPECT_NE(d.root_cause->summary.find("possible OOM kill"), std::string::npos);
 }
 
+// A native trainer's rank killed by SIGPIPE: it wrote to its Gloo pair after
+// the peer died. Seen on a 16-core machine with the reference trainer's
+// scripted SIGKILL on rank 0: rank 1's SIGPIPE was reaped 2 ms before rank
+// 0's SIGKILL, and was named the root cause.
+TEST(Analyze, SigpipeIsCollateralWhenAPeerFailedOtherwiseEvenIfReapedFirst) {
+  RunInput in;
+  addRank(in, 0, std::nullopt, std::string("SIGKILL"), 1'000'000'002'000'000);
+  addRank(in, 1, std::nullopt, std::string("SIGPIPE"), 1'000'000'000'000'000);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 0);
+  EXPECT_EQ(d.root_cause->signal, "SIGKILL");
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kRootCause);
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kCollateral);
+  EXPECT_NE(verdict(d, 1).diagnosis.find("whose other end had closed"), std::string::npos) << verdict(d, 1).diagnosis;
+}
+
+TEST(Analyze, ALoneSigpipeIsAFailureOfItsOwn) {
+  // A rank writing to a closed pipe of its own (a `| head` in its command):
+  // no peer failed, so nothing else explains it.
+  RunInput in;
+  addRank(in, 0, 0);
+  addRank(in, 1, std::nullopt, std::string("SIGPIPE"), 1'000'000'000'000'000);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 1);
+  EXPECT_EQ(d.root_cause->signal, "SIGPIPE");
+}
+
 TEST(Analyze, ExitCodeWithoutEvidence) {
   RunInput in;
   addRank(in, 0, 0);
@@ -172,6 +201,24 @@ TEST(Analyze, UninstrumentedHangIsATimeoutWithStacks) {
   ASSERT_EQ(d.root_cause->layers.size(), 2u);
   EXPECT_EQ(d.root_cause->layers[0].text, "rank 0 at train.cc:12 in waitForever");
   EXPECT_EQ(verdict(d, 0).role, RankRole::kKilledByTeardown);
+}
+
+TEST(Analyze, AHangWithoutStackDumpsSaysWhyThereAreNone) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.detail = "no output for 5 s";
+  rec.notes = {"kill(12, SIGTERM) failed: Operation not permitted",
+               "no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed (apt-get install elfutils)"};
+  in.supervisor = rec;
+  addRank(in, 0, std::nullopt, std::string("SIGTERM")).killed_by_teardown = true;
+  addRank(in, 1, std::nullopt, std::string("SIGTERM")).killed_by_teardown = true;
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
+  EXPECT_EQ(d.root_cause->summary,
+            "no progress: no output for 5 s; no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed "
+            "(apt-get install elfutils)");
 }
 
 TEST(Analyze, LauncherErrorBeforeAnyRankStarted) {

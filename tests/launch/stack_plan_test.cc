@@ -190,6 +190,20 @@ TEST(StackPlan, AScenarioNeedingMoreGpusThanTheMachineHasIsUnsupportedSayingHowM
   EXPECT_FALSE(planStack(s, "builtin", t, "/out", 29500, "/scenarios").unsupported);
 }
 
+// Seen on the offline GPU machine, which has no eu-stack, gdb or py-spy: the
+// hang scenarios without events failed there, with nothing to read.
+TEST(StackPlan, AScenarioWhoseStackDumperIsMissingIsUnsupportedNamingIt) {
+  const auto s = parseWith(std::string(kCommand) + "tools = [\"eu-stack|gdb\", \"py-spy\"]\n");
+  Tools t = twoTorches();
+  t.helpers = {"py-spy"};
+  auto plan = planStack(s, "builtin", t, "/out", 29500, "/scenarios");
+  ASSERT_TRUE(plan.unsupported);
+  EXPECT_EQ(*plan.unsupported,
+            "scenario 'x' reads its diagnosis from stack dumps by eu-stack or gdb, which this machine does not have");
+  t.helpers = {"gdb", "py-spy"};
+  EXPECT_FALSE(planStack(s, "builtin", t, "/out", 29500, "/scenarios").unsupported);
+}
+
 TEST(StackPlan, GpusAreTheNvidiaDeviceFiles) {
   const std::string dir = ::testing::TempDir() + "/fl-dev-" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -216,6 +216,25 @@ TEST(Markdown, WhatTheShimCouldNotObserveIsListed) {
   EXPECT_NO_THROW(markdownForRun(r));
 }
 
+TEST(Markdown, HarnessNotesAreShownInBothPages) {
+  Report r = hostileReport();
+  r.extra["harness_notes"] = nlohmann::json::parse(
+      R"(["no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed <x>", 3])");
+  const std::string md = markdownForRun(r);
+  EXPECT_NE(md.find("| harness | note | no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed &lt;x&gt; |"),
+            std::string::npos)
+      << md;
+  const std::string html = htmlForRun(r);
+  EXPECT_NE(html.find("<ul id=\"harness-notes\"><li>no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed "
+                      "&lt;x&gt;</li></ul>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(htmlForRun(hostileReport()).find("harness-notes"), std::string::npos);
+  r.extra["harness_notes"] = "not a list";
+  EXPECT_NO_THROW(markdownForRun(r));
+  EXPECT_NO_THROW(htmlForRun(r));
+}
+
 TEST(Suite, JsonCountsAndHeadlines) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}};

@@ -139,11 +139,23 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
             "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s");
+}
+
+TEST(Scenario, ToolsAreAlternativesOfTheKnownStackDumpers) {
+  auto s = parseScenarioText(
+      "name = \"x\"\n[stack]\ntools = [\"eu-stack|gdb\", \"py-spy\"]\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->stack.tools, (std::vector<std::vector<std::string>>{{"eu-stack", "gdb"}, {"py-spy"}}));
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntools = [\"eu-stack|lldb\"]\n"),
+            "s.toml:3:9: stack.tools: unknown tool 'lldb' in \"eu-stack|lldb\", expected eu-stack, gdb or py-spy "
+            "(alternatives joined by |)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntools = [\"\"]\n"),
+            "s.toml:3:9: stack.tools: unknown tool '' in \"\", expected eu-stack, gdb or py-spy (alternatives joined by |)");
 }
 
 TEST(Scenario, InstrumentAndAdaptiveHangKeys) {

@@ -196,6 +196,7 @@ TEST(Supervise, RankIgnoringSigtermIsKilledAfterGrace) {
   ASSERT_EQ(td.report.survivors.size(), 1u);
   EXPECT_EQ(td.report.survivors[0].pid, rankOf(run->record, 0).pid);
   EXPECT_EQ(rankOf(run->record, 0).signal, "SIGKILL");
+  EXPECT_TRUE(rankOf(run->record, 0).killed_by_teardown);  // the SIGKILL was the ladder's
   bool term = false, kill = false;
   for (const auto& s : td.signals) {
     term = term || (s.signal == "SIGTERM" && s.rank == 0);
@@ -203,6 +204,28 @@ TEST(Supervise, RankIgnoringSigtermIsKilledAfterGrace) {
   }
   EXPECT_TRUE(term);
   EXPECT_TRUE(kill);
+  expectNothingLeft(o.launch.run_id);
+}
+
+// Seen on a 16-core GPU machine: the reference trainer's scripted SIGKILL on
+// rank 0 and rank 1's SIGPIPE (its Gloo pair's peer gone) came a moment
+// apart; the supervisor reaped rank 1 first, sent rank 0 the teardown's
+// SIGTERM, then reaped it, and counted rank 0's own SIGKILL as the
+// teardown's. Here rank 0 dies of a SIGKILL the teardown never sent, always
+// after its SIGTERM: it ended on its own.
+TEST(Supervise, ASigkillTheTeardownNeverSentIsNotTheTeardowns) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"delay=0.3", "1=exit:1", "0=term-sigkill:60"});
+  o.launch.run_id = newRunId();
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& td = run->record.teardown;
+  EXPECT_EQ(td.report.escalation, Escalation::kSigterm);
+  EXPECT_TRUE(td.report.clean);
+  EXPECT_EQ(rankOf(run->record, 0).signal, "SIGKILL");
+  EXPECT_FALSE(rankOf(run->record, 0).killed_by_teardown);
+  EXPECT_FALSE(rankOf(run->record, 1).killed_by_teardown);
   expectNothingLeft(o.launch.run_id);
 }
 
