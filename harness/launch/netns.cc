@@ -33,7 +33,7 @@ uint64_t hashOf(const std::string& s) {
 }
 
 Result<CommandResult> tool(const std::string& name, const std::vector<std::string>& args) {
-  auto exe = resolveExecutable(name, "/usr/sbin:/sbin:/usr/bin:/bin");
+  auto exe = resolveExecutable(name, kNetToolPath);
   if (!exe) return tl::unexpected(exe.error());
   std::vector<std::string> argv = {*exe};
   argv.insert(argv.end(), args.begin(), args.end());
@@ -103,6 +103,17 @@ bool pidAlive(pid_t pid) { return pid > 0 && (::kill(pid, 0) == 0 || errno == EP
 std::string ownerFile(const std::string& tag) { return std::string(kNetnsOwnerDir) + "/" + tag; }
 
 }  // namespace
+
+std::string ipCommand(const std::string& tool_path) {
+  auto exe = resolveExecutable("ip", tool_path);
+  return exe ? *exe : std::string();
+}
+
+std::string networkProblem(const std::string& tool_path) {
+  if (::geteuid() != 0) return "network namespaces need root";
+  if (ipCommand(tool_path).empty()) return "network namespaces need the ip command (iproute2), which this machine does not have";
+  return "";
+}
 
 RunNetwork planNetwork(const std::string& run_id, int nodes) {
   const uint64_t h = hashOf(run_id);

@@ -33,6 +33,17 @@ struct RunNetwork {
 // Where owner files live: DIR/TAG holds the pid of the faultline that made TAG.
 inline constexpr const char* kNetnsOwnerDir = "/run/faultline-netns";
 
+// The directories `ip` and `tc` are looked up in.
+inline constexpr const char* kNetToolPath = "/usr/sbin:/sbin:/usr/bin:/bin";
+
+// Where this machine's `ip` (iproute2) is: an absolute path, "" when it has none.
+std::string ipCommand(const std::string& tool_path = kNetToolPath);
+
+// Why this machine cannot make a run's network namespaces, "" when it can:
+// they need root and `ip` (seen missing on a GPU machine's image, where every
+// multi-node run was a harness error "ip link add ...: command not found").
+std::string networkProblem(const std::string& tool_path = kNetToolPath);
+
 // The names and addresses for a run of `nodes` nodes (pure).
 RunNetwork planNetwork(const std::string& run_id, int nodes);
 

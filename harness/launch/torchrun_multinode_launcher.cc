@@ -50,7 +50,7 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
   std::string name() const override { return "torchrun-multinode"; }
 
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (::geteuid() != 0) return tl::unexpected(Unsupported{"network namespaces need root"});
+    if (auto why = networkProblem(); !why.empty()) return tl::unexpected(Unsupported{why});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = std::max(s.stack.nodes, 1);
     if (s.stack.world_size % nodes != 0) {
@@ -67,7 +67,7 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
     if (!torch) return {};
     if (torch->torchrun.empty()) return {torch->torchrun, "no torchrun beside " + torch->python, {}, ""};
-    if (::geteuid() != 0) return {torch->torchrun, "network namespaces need root", {}, ""};
+    if (auto why = networkProblem(); !why.empty()) return {torch->torchrun, why, {}, ""};
     return {torch->torchrun, "", oneRankJob({torch->torchrun}, scratch + "/torchrun-multinode@" + torch->series),
             "a one-rank torchrun job"};
   }
@@ -109,7 +109,7 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
   static std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net,
                                               int k) {
     const NodeNet& node = net.nodes[k];
-    std::vector<std::string> cmd = {"/usr/sbin/ip", "netns", "exec", node.netns, "/usr/bin/env",
+    std::vector<std::string> cmd = {ipCommand(), "netns", "exec", node.netns, "/usr/bin/env",
                                     "FAULTLINE_NODE=" + node.name, "GLOO_SOCKET_IFNAME=" + node.node_if};
     // The node agent (docs/MULTINODE.md) runs the node's torchrun and records it in OUT/nodes/nK/.
     cmd.insert(cmd.end(), {selfExe(), "agent", "--out", layout.outDir(), "--node", node.name, "--link", node.node_if, "--"});
