@@ -267,7 +267,7 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
 
 void WatchLoop::teardown() {
   in_teardown_ = true;
-  scan_timer_.cancel();
+  rank_tracker_->stop();
   allowance_timer_.cancel();
   const auto t0 = Clock::now();
   const bool stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
@@ -376,7 +376,7 @@ SupervisedRun WatchLoop::result() const {
   auto& rec = out.record;
   rec.start_ns = start_ns_;
   rec.end_ns = launch::realtimeNs();
-  rec.launcher = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kStarted ? "builtin" : "external";
+  rec.launcher = rank_tracker_->startsRanks() ? "builtin" : "external";
   rec.command = opts_.launch.command;
   rec.containment = containmentName(containment_.kind());
   int world = world_size_hint_;

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,12 +41,13 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       inotify_(io_),
       hang_timer_(io_),
       deadline_timer_(io_),
-      scan_timer_(io_),
       allowance_timer_(io_),
       fault_timer_(io_),
       adaptive_timer_(io_),
       rendezvous_timer_(io_),
-      faults_(opts.outside_faults) {
+      faults_(opts.outside_faults),
+      rank_tracker_(RankTracker::forLauncher(*opts.launcher, {io_, containment, layout, opts.launch.run_id,
+                                                              opts.allow_proc_connector, *this})) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
   signals_.add(SIGCHLD);
   signals_.add(SIGINT);
@@ -86,27 +86,23 @@ Result<void> WatchLoop::start() {
   const int known = stack_launcher_.ranksKnownUpFront(opts_.launch);
   if (auto r = launch::createRunDirs(layout_, known); !r) return r;
   for (int rank = 0; rank < known; ++rank) addWatch(layout_.rankDir(rank), WatchKind::kRankDir, rank);
-  const bool descendants = stack_launcher_.rankDiscovery() == launch::RankDiscovery::kDescendants || runProcessesMode();
-  if (descendants) addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
+  if (rank_tracker_->findsRanks()) addWatch(layout_.ranksDir(), WatchKind::kRanksRoot, -1);
   const launch::LauncherLog own_log = stack_launcher_.ownLog(opts_.launch, layout_);
   if (!own_log.stdout_path.empty()) {
     const std::string dir = std::filesystem::path(own_log.stdout_path).parent_path().string();
     if (auto r = launch::makeDirs(dir); !r) return r;
     addWatch(dir, WatchKind::kLauncherDir, -1);
   }
-  if (descendants && opts_.allow_proc_connector) openProcEvents();
-  else if (opts_.allow_proc_connector) openChildEvents();
+  rank_tracker_->open();
   auto launched = stack_launcher_.start(opts_.launch, layout_, placement);
   if (!launched) return tl::unexpected(launched.error());
   for (const auto& p : launched->ranks) {
     addRank(*p.rank, p.pid, p.start_ns, true);
-    if (!descendants) run_pids_.insert(p.pid);  // its children's exits are recorded (openChildEvents)
     timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")", TimelineKind::kStart);
   }
   world_size_hint_ = known;
   if (launched->launcher) {
     launcher_ = *launched->launcher;
-    run_pids_.insert(launcher_->pid);
     launcher_record_ = LauncherProcess{launcher_->pid, std::nullopt, std::nullopt, std::nullopt};
     children_[launcher_->pid] = [this](int status) {
       onLauncherExit(ProcessOutcome::fromWaitStatus(status), launch::realtimeNs());
@@ -118,10 +114,9 @@ Result<void> WatchLoop::start() {
     setTrigger(TriggerKind::kNone, std::nullopt, "launch failed: " + launched->error->str());
     stop_main_ = true;
   }
-  if (descendants) {
-    scanForRanks();
-    if (!proc_events_ || runProcessesMode()) armScanTimer();
-  }
+  std::vector<pid_t> started;
+  for (const auto& p : launched->ranks) started.push_back(p.pid);
+  rank_tracker_->launched(started, launcher_ ? std::optional<pid_t>(launcher_->pid) : std::nullopt);
   if (!containment_.eventsPath().empty()) addWatch(containment_.eventsPath(), WatchKind::kCgroupEvents, -1);
   if (opts_.deadline_s > 0) {
     deadline_timer_.expires_after(seconds(opts_.deadline_s));
@@ -209,6 +204,28 @@ RankState* WatchLoop::rankByPid(pid_t pid) {
     if (r->pid == pid) return r.get();
   }
   return nullptr;
+}
+
+bool WatchLoop::hasLiveRank(int rank) const {
+  return std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r->rank == rank && !r->finished; });
+}
+
+RankState& WatchLoop::rankFound(int rank, pid_t pid, std::optional<std::string> node) {
+  RankState& r = addRank(rank, pid, launch::realtimeNs(), false);
+  r.node = std::move(node);
+  timeline(rank, "found (pid " + std::to_string(pid) + (r.node ? " on " + *r.node : "") + ")", TimelineKind::kStart);
+  return r;
+}
+
+void WatchLoop::processEnded(ProcessExit e, const ProcessOutcome& outcome) {
+  RankState* r = rankByPid(e.pid);
+  if (r && r->our_child) return;  // its waitpid says how it ended
+  last_exit_ns_ = std::max(last_exit_ns_, e.t_ns);
+  if (r && !r->finished) {
+    e.rank = r->rank;
+    onRankExit(*r, outcome, e.t_ns);
+  }
+  if (!launcher_ || e.pid != launcher_->pid) process_exits_.push_back(std::move(e));
 }
 
 RankState& WatchLoop::addRank(int rank, pid_t pid, int64_t start_ns, bool our_child) {
@@ -753,80 +770,7 @@ void WatchLoop::noteStraggler() {
            "adaptive: " + describeStraggler(w, straggler_ranks_));
 }
 
-// --- external ranks ------------------------------------------------------------
-
-void WatchLoop::armScanTimer() {
-  // New rank processes cannot be observed by an event (no proc connector
-  // without CAP_NET_ADMIN games), so the external launcher's tree is rescanned
-  // at a modest period; only pids never seen before have their environ read.
-  scan_timer_.expires_after(std::chrono::milliseconds(100));
-  scan_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || in_teardown_) return;
-    scanForRanks();
-    if (!proc_events_ || runProcessesMode()) armScanTimer();
-  });
-}
-
-void WatchLoop::scanForRanks() {
-  for (pid_t pid : containment_.members()) classifyPid(pid);
-  if (!runProcessesMode()) return;
-  readAgentEvents();
-  const pid_t self = ::getpid();
-  for (pid_t pid : listPids()) {
-    if (pid == self || classified_.count(pid) || run_pids_.count(pid) || (proc_events_ && foreign_.count(pid))) continue;
-    if (!carriesRunId(pid)) {
-      foreign_.insert(pid);
-      continue;
-    }
-    run_pids_.insert(pid);
-    classifyPid(pid);
-  }
-}
-
-bool WatchLoop::carriesRunId(pid_t pid) const {
-  return environVar(pid, launch::kRunIdVar) == opts_.launch.run_id;
-}
-
-std::vector<pid_t> WatchLoop::runMembers() const {
-  std::vector<pid_t> out = containment_.members();
-  if (!runProcessesMode()) return out;
-  const std::set<pid_t> in(out.begin(), out.end());
-  const pid_t self = ::getpid();
-  for (pid_t pid : listPids()) {
-    if (pid != self && !in.count(pid) && isAlive(pid) && carriesRunId(pid)) out.push_back(pid);
-  }
-  return out;
-}
-
-// The agents' rank_start events: the node of each rank, and (on this host,
-// where every node is) its pid to classify, should /proc have missed it.
-void WatchLoop::readAgentEvents() {
-  std::error_code ec;
-  for (const auto& node : std::filesystem::directory_iterator(layout_.nodesDir(), ec)) {
-    std::error_code ec2;
-    for (const auto& f : std::filesystem::directory_iterator(node.path(), ec2)) {
-      const std::string path = f.path().string();
-      if (f.path().filename().string().rfind("agent-", 0) != 0) continue;
-      auto text = readSmallFile(path, 16 << 20);
-      if (!text) continue;
-      size_t& off = agent_offsets_[path];
-      while (off < text->size()) {
-        const size_t nl = text->find('\n', off);
-        if (nl == std::string::npos) break;  // a line still being written
-        const auto j = nlohmann::json::parse(text->substr(off, nl - off), nullptr, false);
-        off = nl + 1;
-        if (!j.is_object() || j.value("event", "") != "rank_start" || !j.contains("pid") || !j["pid"].is_number_integer()) continue;
-        const pid_t pid = j["pid"].get<pid_t>();
-        agent_nodes_[pid] = j.value("node", "");
-        if (RankState* r = rankByPid(pid); r && !r->node) r->node = agent_nodes_[pid];
-        if (!classified_.count(pid) && carriesRunId(pid)) {
-          run_pids_.insert(pid);
-          classifyPid(pid);
-        }
-      }
-    }
-  }
-}
+// --- the workload manager's residue ---------------------------------------------
 
 void WatchLoop::settleResidue() {
   auto left = stack_launcher_.residue(layout_);
@@ -847,147 +791,6 @@ void WatchLoop::settleResidue() {
     teardown_.report.leaks.push_back("job:" + what);
     timeline(std::nullopt, "left in the workload manager: " + what, TimelineKind::kTeardown);
   }
-}
-
-void WatchLoop::classifyPid(pid_t pid) {
-  if (classified_.count(pid)) return;
-  if (launcher_ && pid == launcher_->pid) {
-    classified_.insert(pid);
-    return;
-  }
-  auto rank_text = environVar(pid, "RANK");
-  if (!rank_text || rank_text->empty() || rank_text->find_first_not_of("0123456789") != std::string::npos) {
-    // Between its fork and its exec a rank still shows its launcher's
-    // environment, without RANK. Exec events re-classify it; without them it
-    // is looked at again on the next rescan, or it would never be found.
-    if (proc_events_) classified_.insert(pid);
-    return;
-  }
-  classified_.insert(pid);
-  const int rank = std::atoi(rank_text->c_str());
-  // A rank's own children inherit RANK: the rank is the topmost such process.
-  auto st = readStat(pid);
-  if (st && environVar(st->ppid, "RANK") == rank_text) return;
-  if (auto ws = environVar(pid, "WORLD_SIZE")) world_size_hint_ = std::max(world_size_hint_, std::atoi(ws->c_str()));
-  for (auto& r : ranks_) {
-    if (r->rank == rank && !r->finished) return;  // e.g. a wrapper that exec'd again
-  }
-  RankState& r = addRank(rank, pid, launch::realtimeNs(), false);
-  r.node = environVar(pid, "FAULTLINE_NODE");
-  if (auto it = agent_nodes_.find(pid); !r.node && it != agent_nodes_.end()) r.node = it->second;
-  timeline(rank, "found (pid " + std::to_string(pid) + (r.node ? " on " + *r.node : "") + ")", TimelineKind::kStart);
-  // With the proc connector the exit arrives as an event; without it, by pidfd.
-  if (!proc_events_) watchExternalRank(r);
-}
-
-// A process forked by one of the run's is the run's, and its parent noted.
-void WatchLoop::trackFork(pid_t parent, pid_t child) {
-  if (!run_pids_.count(parent)) return;
-  run_pids_.insert(child);
-  parents_[child] = parent;
-}
-
-void WatchLoop::openProcEvents() {
-  ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
-  h.on_exec = [this](pid_t pid) {
-    // Slurm's tasks are no descendants of the launcher: a process of the run anywhere on the host.
-    if (!run_pids_.count(pid) && runProcessesMode() && pid != ::getpid() && carriesRunId(pid)) run_pids_.insert(pid);
-    if (!run_pids_.count(pid)) return;
-    cmdlines_[pid] = cmdline(pid);
-    if (!parents_.count(pid)) {
-      if (auto st = readStat(pid)) parents_[pid] = st->ppid;
-    }
-    classified_.erase(pid);  // a new program, maybe with a new environment
-    classifyPid(pid);
-  };
-  h.on_exit = [this](pid_t pid, int status) {
-    if (run_pids_.erase(pid)) onProcExit(pid, status);
-  };
-  h.on_overrun = [this] {
-    note("proc connector overrun: rescanning the process tree");
-    for (pid_t p : containment_.members()) run_pids_.insert(p);
-    scanForRanks();
-  };
-  proc_events_ = ProcEvents::open(io_, std::move(h));
-  if (!proc_events_) note("proc connector unavailable: external ranks found by rescanning every 100 ms");
-}
-
-// Ranks the launcher started as our own children (the builtin launcher):
-// their exits come by waitpid, but what they fork (DataLoader workers,
-// helpers) dies out of our sight. The proc connector reports those exits,
-// with each one's parent, as evidence of a rank's part dying (a worker torch
-// says only "exited unexpectedly" about). Nothing here finds or ends a rank.
-void WatchLoop::openChildEvents() {
-  ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
-  h.on_exec = [this](pid_t pid) {
-    if (run_pids_.count(pid) && !rankByPid(pid)) cmdlines_[pid] = cmdline(pid);
-  };
-  h.on_exit = [this](pid_t pid, int status) {
-    if (!run_pids_.erase(pid)) return;
-    if (rankByPid(pid)) return;  // a rank: its waitpid says how it ended
-    process_exits_.push_back(exitRecord(pid, status, launch::realtimeNs()));
-  };
-  h.on_overrun = [this] {
-    note("proc connector overrun: some exits of the ranks' children may be missing");
-    for (pid_t p : containment_.members()) run_pids_.insert(p);
-  };
-  proc_events_ = ProcEvents::open(io_, std::move(h));
-}
-
-// A process's exit as supervisor.json records it, with the command line and
-// parent noted of it (which are let go).
-ProcessExit WatchLoop::exitRecord(pid_t pid, int wait_status, int64_t t_ns) {
-  const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
-  ProcessExit e;
-  e.pid = pid;
-  e.t_ns = t_ns;
-  e.exit_code = outcome.exitCode();
-  if (auto sig = outcome.signal()) e.signal = signalName(*sig);
-  if (auto it = cmdlines_.find(pid); it != cmdlines_.end()) {
-    e.cmdline = it->second;
-    cmdlines_.erase(it);
-  }
-  if (auto it = parents_.find(pid); it != parents_.end()) {
-    e.ppid = it->second;
-    parents_.erase(it);
-  }
-  return e;
-}
-
-void WatchLoop::onProcExit(pid_t pid, int wait_status) {
-  const int64_t t = launch::realtimeNs();
-  last_exit_ns_ = std::max(last_exit_ns_, t);
-  const auto outcome = ProcessOutcome::fromWaitStatus(wait_status);
-  ProcessExit e = exitRecord(pid, wait_status, t);
-  RankState* r = rankByPid(pid);
-  if (r && !r->finished) {
-    e.rank = r->rank;
-    onRankExit(*r, outcome, t);
-  }
-  if (!launcher_ || pid != launcher_->pid) process_exits_.push_back(std::move(e));
-}
-
-void WatchLoop::watchExternalRank(RankState& r) {
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0));
-  if (fd < 0) {
-    // Gone already: its launcher may have reaped it.
-    onRankExit(r, std::nullopt, launch::realtimeNs());
-    return;
-  }
-  r.pidfd = std::make_unique<asio::posix::stream_descriptor>(io_, fd);
-  RankState* rp = &r;
-  r.pidfd->async_wait(asio::posix::stream_descriptor::wait_read, [this, rp](const boost::system::error_code& ec) {
-    if (ec) return;
-    const int64_t t = launch::realtimeNs();
-    // Not our child: the status is readable only while it is a zombie of its launcher.
-    std::optional<ProcessOutcome> outcome;
-    if (auto st = readStat(rp->pid); st && st->state == 'Z' && st->exit_code) {
-      outcome = ProcessOutcome::fromWaitStatus(*st->exit_code);
-    }
-    onRankExit(*rp, outcome, t);
-  });
 }
 
 }  // namespace faultline::supervise

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <chrono>
@@ -27,8 +28,9 @@
 #include "harness/supervise/containment.h"
 #include "harness/supervise/fault_delivery.h"
 #include "harness/supervise/leak_check.h"
-#include "harness/supervise/proc_events.h"
 #include "harness/supervise/progress.h"
+#include "harness/supervise/rank_state.h"
+#include "harness/supervise/rank_tracker.h"
 #include "harness/supervise/supervisor.h"
 
 namespace faultline::supervise {
@@ -48,33 +50,7 @@ inline std::string secondsText(double s) {
   return buf;
 }
 
-struct RankState {
-  int rank = 0;
-  pid_t pid = 0;
-  int64_t start_ns = 0;
-  bool our_child = false;  // started by faultline (reaped by us); else a launcher's, watched by pidfd or the proc connector
-  bool finished = false;
-  std::optional<int64_t> exit_ns;
-  ProcessOutcome outcome = ProcessOutcome::running();
-  bool exit_known = false;  // an external rank reaped by its launcher first leaves no status
-  bool signalled_by_teardown = false;  // the teardown sent it SIGTERM or SIGKILL
-  bool sigkilled_by_teardown = false;  // ... SIGKILL, or killed its cgroup
-  // Start-up: until a rank writes output or an event, CPU use shows it is
-  // still starting (see WatchLoop::ranksStillStarting).
-  bool shown_life = false;
-  // Past its start-up, for a start-up failure's grace (WatchLoop::failedAtStartup):
-  // an event beyond the shim's own "start" and "instrument" lines (a process
-  // group, a step, a collective), or output from a rank that writes no events.
-  bool wrote_events = false;
-  bool past_startup_event = false;
-  uint64_t cpu_ticks = 0;
-  bool starting_noted = false;
-  bool seen_idle = false;  // seen blocked once while silent: past its start-up
-  std::optional<std::string> node;  // multi-node: FAULTLINE_NODE in its environment, or its agent's rank_start
-  std::unique_ptr<asio::posix::stream_descriptor> pidfd;
-};
-
-class WatchLoop {
+class WatchLoop : private RankTracker::Sink {
  public:
   WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Containment& containment);
   ~WatchLoop();
@@ -133,35 +109,28 @@ class WatchLoop {
   void eventsSeen(int rank, bool progress_event);
   static bool pastStartup(const RankState& r);
   void outputSeen(int rank, const std::string& stream);
-  void armScanTimer();
-  void scanForRanks();
-  void watchExternalRank(RankState& r);
-  void classifyPid(pid_t pid);
-  // RankDiscovery::kRunProcesses: whether pid carries this run's
-  // FAULTLINE_RUN_ID; the run's processes outside the containment (Slurm's
-  // tasks) and in it; the agents' rank_start events as a second source.
-  bool carriesRunId(pid_t pid) const;
-  bool runProcessesMode() const { return stack_launcher_.rankDiscovery() == launch::RankDiscovery::kRunProcesses; }
-  std::vector<pid_t> runMembers() const;
+  // The run's live processes, as the rank tracker knows them.
+  std::vector<pid_t> runMembers() const { return rank_tracker_->members(); }
   bool runEmpty() const { return runMembers().empty(); }
-  void readAgentEvents();
   // What of the job the workload manager still holds, ended and waited for (teardown).
   void settleResidue();
-  void openProcEvents();
-  void openChildEvents();
-  void trackFork(pid_t parent, pid_t child);
-  ProcessExit exitRecord(pid_t pid, int wait_status, int64_t t_ns);
-  void onProcExit(pid_t pid, int wait_status);
+
+  // What the rank tracker reports (RankTracker::Sink).
+  RankState* rankByPid(pid_t pid) override;
+  bool hasLiveRank(int rank) const override;
+  RankState& rankFound(int rank, pid_t pid, std::optional<std::string> node) override;
+  void rankEnded(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns) override { onRankExit(r, outcome, t_ns); }
+  void processEnded(ProcessExit e, const ProcessOutcome& outcome) override;
+  void worldSizeSeen(int world_size) override { world_size_hint_ = std::max(world_size_hint_, world_size); }
+  void note(std::string what) override { notes_.push_back(std::move(what)); }
 
   // Facts.
-  RankState* rankByPid(pid_t pid);
   RankState& addRank(int rank, pid_t pid, int64_t start_ns, bool our_child);
   void onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns);
   void onLauncherExit(ProcessOutcome outcome, int64_t t_ns);
   void setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail);
   void progress(bool from_events);
   void timeline(std::optional<int> rank, std::string what, TimelineKind kind = TimelineKind::kNote);
-  void note(std::string what) { notes_.push_back(std::move(what)); }
 
   // Teardown helpers.
   void runUntil(const std::function<bool()>& done, Clock::duration max);
@@ -183,7 +152,6 @@ class WatchLoop {
   alignas(8) std::array<char, 64 * 1024> inotify_buf_{};
   asio::steady_timer hang_timer_;
   asio::steady_timer deadline_timer_;
-  asio::steady_timer scan_timer_;
   asio::steady_timer allowance_timer_;
   asio::steady_timer fault_timer_;
   asio::steady_timer adaptive_timer_;
@@ -200,16 +168,9 @@ class WatchLoop {
   std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
 
   std::vector<std::unique_ptr<RankState>> ranks_;
+  std::unique_ptr<RankTracker> rank_tracker_;  // which processes are the run's, and which are ranks
   std::map<int, EventsFollower> followers_;  // rank -> its events.jsonl
   CollectiveTracker tracker_;
-  std::set<pid_t> classified_;  // external: pids already looked at for RANK
-  std::set<pid_t> foreign_;     // run processes mode: pids seen without this run's id (re-read at exec)
-  std::map<std::string, size_t> agent_offsets_;  // agent events file -> bytes read
-  std::map<pid_t, std::string> agent_nodes_;      // rank pid -> node, from rank_start
-  std::unique_ptr<ProcEvents> proc_events_;  // external: fork/exec/exit of the launcher's tree
-  std::set<pid_t> run_pids_;                 // external: live processes descended from the launcher
-  std::map<pid_t, std::string> cmdlines_;    // external: read at exec
-  std::map<pid_t, pid_t> parents_;           // external: each run process's parent, at fork (else at exec)
   std::vector<ProcessExit> process_exits_;
   int world_size_hint_ = 0;
   int64_t last_exit_ns_ = 0;  // the latest exit seen of any process of the run

@@ -1,7 +1,8 @@
 // The layout's rules, checked on the source: no stage outside harness/launch
 // branches on a launcher's name (the launcher table, model/stack_name.h, is
-// where a launcher's traits live), and docs/LAUNCHERS.md lists every
-// launcher of the table.
+// where a launcher's traits live) or on its way of leaving its ranks (the
+// rank trackers, supervise/rank_tracker.h, are chosen once), and
+// docs/LAUNCHERS.md lists every launcher of the table.
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -63,6 +64,31 @@ TEST(Layering, NoLauncherNameBranchOutsideTheLaunchStage) {
     }
   }
   EXPECT_GT(scanned, 50) << "the scan found almost no sources under " << root / "harness";
+}
+
+TEST(Layering, NoRankDiscoveryBranchOutsideTheTrackerFactory) {
+  const fs::path root(FL_SOURCE_DIR);
+  const std::string factory = "harness/supervise/rank_tracker.cc";
+  int in_factory = 0;
+  for (const auto& e : fs::recursive_directory_iterator(root / "harness")) {
+    const std::string ext = e.path().extension().string();
+    if (!e.is_regular_file() || (ext != ".cc" && ext != ".h")) continue;
+    const std::string rel = fs::relative(e.path(), root).string();
+    if (rel.rfind("harness/launch/", 0) == 0) continue;
+    std::istringstream in(slurp(e.path()));
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      if (line.find("RankDiscovery::") == std::string::npos) continue;
+      if (rel == factory) {
+        ++in_factory;
+        continue;
+      }
+      ADD_FAILURE() << rel << ":" << n << ": branches on a launcher's way of leaving its ranks; ask its RankTracker "
+                    << "(supervise/rank_tracker.h): " << line;
+    }
+  }
+  EXPECT_GE(in_factory, 3) << factory << " no longer chooses the tracker by RankDiscovery: update this test";
 }
 
 TEST(Layering, LaunchersDocListsEveryLauncher) {
