@@ -2,11 +2,14 @@
 // node (docs/MULTINODE.md, "Node and network faults"): the processes of node
 // NAME are those whose environment carries this run's FAULTLINE_RUN_ID and
 // FAULTLINE_NODE=NAME; a node's link is the host side of its veth.
+#include "harness/supervise/node_faults.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -14,10 +17,12 @@
 #include "harness/launch/clock.h"
 #include "harness/launch/netns.h"
 #include "harness/launch/rank_env.h"
+#include "harness/os/sys.h"
 #include "harness/supervise/proc_fs.h"
-#include "harness/supervise/watch_loop.h"
 
 namespace faultline::supervise {
+
+namespace asio = boost::asio;
 namespace {
 
 bool ofNode(pid_t p, const std::string& run_id, const std::string& node) {
@@ -44,22 +49,30 @@ std::vector<pid_t> agentsOf(const std::vector<pid_t>& procs) {
 
 }  // namespace
 
-std::vector<pid_t> WatchLoop::nodeProcesses(const std::string& node) const {
+NodeFaults::NodeFaults(asio::io_context& io, const RunLayout& layout, std::string run_id, FaultDelivery& faults,
+                       Hooks hooks)
+    : io_(io), layout_(layout), run_id_(std::move(run_id)), faults_(faults), hooks_(std::move(hooks)), rendezvous_timer_(io) {}
+
+NodeFaults::~NodeFaults() { stop(); }
+
+void NodeFaults::stop() { rendezvous_timer_.cancel(); }
+
+std::vector<pid_t> NodeFaults::nodeProcesses(const std::string& node) const {
   std::vector<pid_t> out;
   const pid_t self = ::getpid();
   for (pid_t p : listPids()) {
-    if (p != self && ofNode(p, opts_.launch.run_id, node)) out.push_back(p);
+    if (p != self && ofNode(p, run_id_, node)) out.push_back(p);
   }
   return out;
 }
 
-std::string WatchLoop::nodeLink(const std::string& node) const {
+std::string NodeFaults::nodeLink(const std::string& node) const {
   const int k = std::atoi(node.c_str() + 1);
-  const auto net = launch::planNetwork(opts_.launch.run_id, std::max(k, 1));
+  const auto net = launch::planNetwork(run_id_, std::max(k, 1));
   return net.nodes.back().host_if;
 }
 
-void WatchLoop::recordNodeFault(const Strike& s, const std::vector<pid_t>& pids, const std::string& detail) {
+void NodeFaults::record(const Strike& s, const std::vector<pid_t>& pids, const std::string& detail) {
   nlohmann::json ev = {{"t_ns", launch::realtimeNs()}, {"node", s.node},  {"event", "fault"},   {"kind", s.kind},
                        {"point", s.point},              {"rule", s.rule}, {"source", "supervisor"}, {"processes", pids}};
   if (s.rank >= 0) ev["rank"] = s.rank;
@@ -67,17 +80,18 @@ void WatchLoop::recordNodeFault(const Strike& s, const std::vector<pid_t>& pids,
   const std::string dir = layout_.nodeDir(s.node);  // beside the node agents' events
   (void)launch::makeDirs(dir);
   const std::string line = ev.dump() + "\n";
-  if (int fd = ::open(layout_.nodeSupervisorEvents(s.node).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); fd >= 0) {
-    if (::write(fd, line.data(), line.size()) < 0) note("fault event for node " + s.node + " not written");
-    ::close(fd);
+  if (int fd = os::sys().open(layout_.nodeSupervisorEvents(s.node).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      fd >= 0) {
+    if (os::sys().write(fd, line.data(), line.size()) < 0) hooks_.note("fault event for node " + s.node + " not written");
+    os::sys().close(fd);
   }
-  timeline(s.rank >= 0 ? std::optional<int>(s.rank) : std::nullopt,
+  hooks_.timeline(s.rank >= 0 ? std::optional<int>(s.rank) : std::nullopt,
            "fault " + s.kind + " on node " + s.node + " struck by the supervisor at " + s.point +
                (detail.empty() ? "" : ": " + detail),
            TimelineKind::kFault);
 }
 
-void WatchLoop::strikeNode(const Strike& s) {
+void NodeFaults::strike(const Strike& s) {
   using probe::FaultKind;
   const auto kind = probe::faultKindFromName(s.kind).value_or(FaultKind::kNone);
   std::vector<pid_t> procs = nodeProcesses(s.node);
@@ -100,7 +114,7 @@ void WatchLoop::strikeNode(const Strike& s) {
       const std::string link = nodeLink(s.node);
       procs.clear();
       if (auto r = launch::setLinkUp(link, false); !r) {
-        note("partition of " + s.node + ": " + r.error().str());
+        hooks_.note("partition of " + s.node + ": " + r.error().str());
         detail = "failed: " + r.error().message;
         break;
       }
@@ -109,11 +123,11 @@ void WatchLoop::strikeNode(const Strike& s) {
         const double back = std::strtod(s.arg.c_str(), nullptr);
         detail += ", up again after " + s.arg + " s";
         auto timer = std::make_unique<asio::steady_timer>(io_);
-        timer->expires_after(seconds(back));
+        timer->expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(back)));
         timer->async_wait([this, link, node = s.node](const boost::system::error_code& ec) {
           if (ec) return;
-          if (auto r = launch::setLinkUp(link, true); !r) note("partition of " + node + " ended: " + r.error().str());
-          timeline(std::nullopt, "link " + link + " of node " + node + " up again", TimelineKind::kFault);
+          if (auto r = launch::setLinkUp(link, true); !r) hooks_.note("partition of " + node + " ended: " + r.error().str());
+          hooks_.timeline(std::nullopt, "link " + link + " of node " + node + " up again", TimelineKind::kFault);
         });
         node_timers_.push_back(std::move(timer));
       }
@@ -124,7 +138,7 @@ void WatchLoop::strikeNode(const Strike& s) {
       const std::string rate = s.arg.empty() ? "200kbit" : s.arg;
       procs.clear();
       if (auto r = launch::rateLimitLink(link, rate); !r) {
-        note("slow_link of " + s.node + ": " + r.error().str());
+        hooks_.note("slow_link of " + s.node + ": " + r.error().str());
         detail = "failed: " + r.error().message;
       } else {
         detail = "link " + link + " limited to " + rate;
@@ -134,18 +148,18 @@ void WatchLoop::strikeNode(const Strike& s) {
     case FaultKind::kSlowNode: {
       const int duty = s.arg.empty() ? 80 : std::atoi(s.arg.c_str());
       detail = "stopped " + std::to_string(duty) + "% of every 500 ms";
-      slowNodeCycle(s.node, duty, true);
+      slowCycle(s.node, duty, true);
       break;
     }
     default:
       return;
   }
-  recordNodeFault(s, procs, detail);
+  record(s, procs, detail);
 }
 
 // SIGSTOP for duty% of a 500 ms period, SIGCONT for the rest, until the teardown.
-void WatchLoop::slowNodeCycle(const std::string& node, int duty, bool stop) {
-  if (in_teardown_ || stop_main_) {
+void NodeFaults::slowCycle(const std::string& node, int duty, bool stop) {
+  if (hooks_.ended()) {
     for (pid_t p : nodeProcesses(node)) ::kill(p, SIGCONT);
     return;
   }
@@ -155,7 +169,7 @@ void WatchLoop::slowNodeCycle(const std::string& node, int duty, bool stop) {
   timer->expires_after(std::chrono::milliseconds(ms));
   timer->async_wait([this, node, duty, stop](const boost::system::error_code& ec) {
     if (ec) return;
-    slowNodeCycle(node, duty, !stop);
+    slowCycle(node, duty, !stop);
   });
   node_timers_.push_back(std::move(timer));
   // Timers that have fired are dropped now and then (a long run cycles many).
@@ -166,17 +180,18 @@ void WatchLoop::slowNodeCycle(const std::string& node, int duty, bool stop) {
 
 // agent_kill at "rendezvous": every 50 ms, the node's agent as soon as it
 // runs, while no rank of that node exists yet.
-void WatchLoop::armRendezvousTimer() {
+void NodeFaults::watchRendezvous() {
   if (faults_.awaitingRendezvous().empty()) return;
   rendezvous_timer_.expires_after(std::chrono::milliseconds(50));
   rendezvous_timer_.async_wait([this](const boost::system::error_code& ec) {
-    if (ec || in_teardown_ || stop_main_) return;
-    std::vector<pid_t> tree = launcher_ ? descendantsOf(launcher_->pid) : std::vector<pid_t>{};
+    if (ec || hooks_.ended()) return;
+    const auto launcher = hooks_.launcher_pid();
+    std::vector<pid_t> tree = launcher ? descendantsOf(*launcher) : std::vector<pid_t>{};
     for (const std::string& node : faults_.awaitingRendezvous()) {
       std::vector<pid_t> procs;
       bool has_rank = false;
       for (pid_t p : tree) {
-        if (!ofNode(p, opts_.launch.run_id, node)) continue;
+        if (!ofNode(p, run_id_, node)) continue;
         procs.push_back(p);
         has_rank = has_rank || environVar(p, "RANK").has_value();
       }
@@ -187,9 +202,9 @@ void WatchLoop::armRendezvousTimer() {
         return cmdline(p).find("torchrun") != std::string::npos || cmdline(p).find("torch.distributed") != std::string::npos;
       });
       if (!torchrun) continue;
-      if (auto s = faults_.atRendezvous(node)) strikeNode(*s);
+      if (auto s = faults_.atRendezvous(node)) strike(*s);
     }
-    armRendezvousTimer();
+    watchRendezvous();
   });
 }
 

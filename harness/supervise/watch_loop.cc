@@ -44,8 +44,11 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       allowance_timer_(io_),
       fault_timer_(io_),
       adaptive_timer_(io_),
-      rendezvous_timer_(io_),
       faults_(opts.outside_faults),
+      node_faults_(io_, layout, opts.launch.run_id, faults_,
+                   {[this](std::optional<int> rank, std::string what, TimelineKind kind) { timeline(rank, std::move(what), kind); },
+                    [this](std::string what) { note(std::move(what)); }, [this] { return in_teardown_ || stop_main_; },
+                    [this] { return launcher_ ? std::optional<pid_t>(launcher_->pid) : std::nullopt; }}),
       rank_tracker_(RankTracker::forLauncher(*opts.launcher, {io_, containment, layout, opts.launch.run_id,
                                                               opts.allow_proc_connector, *this})) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
@@ -130,7 +133,7 @@ Result<void> WatchLoop::start() {
   if (opts_.hang_timeout_s > 0) armHangTimer(start_mono_ + seconds(opts_.hang_timeout_s));
   if (opts_.adaptive.factor > 0) armAdaptiveTimer();
   armFaultTimer();
-  armRendezvousTimer();
+  node_faults_.watchRendezvous();
   // Exits that happened during the spawn loop raised SIGCHLD already; reap them now.
   reapChildren();
   return {};
@@ -143,7 +146,7 @@ void WatchLoop::runMainPhase() {
   }
   hang_timer_.cancel();
   adaptive_timer_.cancel();
-  rendezvous_timer_.cancel();
+  node_faults_.stop();
   deadline_timer_.cancel();
   allowance_timer_.cancel();
   noteStraggler();
@@ -445,7 +448,7 @@ void WatchLoop::deliverFaults() {
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_mono_).count();
   for (const Strike& s : faults_.due(elapsed, running)) {
     if (!s.node.empty()) {
-      strikeNode(s);
+      node_faults_.strike(s);
       continue;
     }
     RankState* target = nullptr;

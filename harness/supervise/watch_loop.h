@@ -28,6 +28,7 @@
 #include "harness/supervise/containment.h"
 #include "harness/supervise/fault_delivery.h"
 #include "harness/supervise/leak_check.h"
+#include "harness/supervise/node_faults.h"
 #include "harness/supervise/progress.h"
 #include "harness/supervise/rank_state.h"
 #include "harness/supervise/rank_tracker.h"
@@ -93,14 +94,6 @@ class WatchLoop : private RankTracker::Sink {
   // wake for the next time point.
   void deliverFaults();
   void armFaultTimer();
-  // Node faults (node_faults.cc): the node's processes, its link, the strike
-  // and its record in OUT/nodes/NAME/supervisor.jsonl.
-  std::vector<pid_t> nodeProcesses(const std::string& node) const;
-  std::string nodeLink(const std::string& node) const;
-  void strikeNode(const Strike& s);
-  void recordNodeFault(const Strike& s, const std::vector<pid_t>& pids, const std::string& detail);
-  void slowNodeCycle(const std::string& node, int duty, bool stop);
-  void armRendezvousTimer();
   bool ranksStillStarting();
   // Uninstrumented ranks: the live ranks whose CPU time has not advanced
   // since the probe taken kIdleConfirm ago (watch_loop.cc).
@@ -155,8 +148,6 @@ class WatchLoop : private RankTracker::Sink {
   asio::steady_timer allowance_timer_;
   asio::steady_timer fault_timer_;
   asio::steady_timer adaptive_timer_;
-  asio::steady_timer rendezvous_timer_;
-  std::vector<std::unique_ptr<asio::steady_timer>> node_timers_;  // partition's link up again, slow_node's cycle
   ActivityWatch activity_;
   std::pair<std::string, int64_t> activity_key_;  // the wait (op, seq) activity_ is sampling for
   // A wait past its threshold whose missing ranks were busy: reported as
@@ -164,6 +155,7 @@ class WatchLoop : private RankTracker::Sink {
   std::optional<LongWait> straggling_;
   std::vector<int> straggler_ranks_;
   FaultDelivery faults_;
+  NodeFaults node_faults_;  // the strikes on a node or its link (node_faults.h)
   std::map<int, Watch> watches_;                       // inotify wd -> what
   std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
 
