@@ -373,7 +373,7 @@ std::string body(const Report& r) {
   if (!r.expectations.empty()) {
     o << "<h2>Expectations</h2><table id=\"expectations\"><tr><th></th><th>path</th><th>expected</th><th>actual</th></tr>";
     for (const auto& x : r.expectations) {
-      o << "<tr><td class=\"" << (x.ok ? "ok\">pass" : "bad\">" + e(x.status)) << "</td><td>" << e(x.what) << "</td><td>"
+      o << "<tr><td class=\"" << (x.ok ? "ok\">pass" : "bad\">" + e(expectationStatusName(x.status))) << "</td><td>" << e(x.what) << "</td><td>"
         << e(jsonText(x.expected)) << "</td><td>" << e(jsonText(x.actual)) << "</td></tr>";
     }
     o << "</table>\n";

@@ -112,7 +112,7 @@ void junitCases(std::ostringstream& o, const Report& r, const std::string& class
     o << "    <testcase classname=\"" << escapeXml(classname) << "\" name=\"" << escapeXml(e.what) << "\" time=\"0\">\n";
     if (element == JunitElement::kSkipped) {
       o << "      <skipped message=\"" << escapeXml(headline(r)) << "\"/>\n";
-    } else if (e.status == "unresolved") {
+    } else if (e.status == ExpectationStatus::kUnresolved) {
       o << "      <error message=\"unresolved: " << escapeXml(e.reason) << "\"/>\n";
     } else if (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail) {
       // The expectation held on a report nobody finished (diagnosis failed,
@@ -145,7 +145,7 @@ Counts countCases(const Report& r) {
     ++c.tests;
     if (element == JunitElement::kSkipped) {
       ++c.skipped;
-    } else if (e.status == "unresolved" || (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail)) {
+    } else if (e.status == ExpectationStatus::kUnresolved || (e.ok && verdictIsFailure(r.verdict) && r.verdict != Verdict::kFail)) {
       ++c.errors;
     } else if (!e.ok) {
       ++c.failures;
@@ -190,14 +190,14 @@ std::string jsonText(const nlohmann::json& v) { return v.dump(-1, ' ', false, nl
 
 std::string headline(const Report& r) {
   // extra is free-form in a report.json: a field of another type is skipped, never thrown on.
-  if (r.verdict == Verdict::kUnsupported && r.extra.contains("unsupported_reason") && r.extra["unsupported_reason"].is_string()) {
-    return "unsupported: " + r.extra["unsupported_reason"].get<std::string>();
+  if (r.verdict == Verdict::kUnsupported && r.problems.unsupported_reason) {
+    return "unsupported: " + *r.problems.unsupported_reason;
   }
-  if (r.verdict == Verdict::kError && r.extra.contains("harness_error") && r.extra["harness_error"].is_string()) {
-    return "harness error: " + r.extra["harness_error"].get<std::string>();
+  if (r.verdict == Verdict::kError && r.problems.harness_error) {
+    return "harness error: " + *r.problems.harness_error;
   }
-  if (r.verdict == Verdict::kUnresolved && r.extra.contains("bad_input") && r.extra["bad_input"].is_string()) {
-    return "unresolved: " + r.extra["bad_input"].get<std::string>();
+  if (r.verdict == Verdict::kUnresolved && r.problems.bad_input) {
+    return "unresolved: " + *r.problems.bad_input;
   }
   if (r.root_cause) return firstLine(r.root_cause->summary);
   if (!r.findings.empty()) return kindName(r.findings[0].kind) + ": " + firstLine(r.findings[0].summary);
@@ -272,7 +272,7 @@ std::string markdownForRun(const Report& r) {
   if (!r.expectations.empty()) {
     o << "### Expectations\n\n| | expectation | expected | actual |\n|---|---|---|---|\n";
     for (const auto& e : r.expectations) {
-      o << "| " << (e.ok ? "✅" : e.status == "unresolved" ? "❓" : "❌") << " | " << markdownCell(e.what) << " | "
+      o << "| " << (e.ok ? "✅" : e.status == ExpectationStatus::kUnresolved ? "❓" : "❌") << " | " << markdownCell(e.what) << " | "
         << markdownCell(jsonText(e.expected)) << " | " << markdownCell(jsonText(e.actual)) << " |\n";
     }
     o << "\n";

@@ -169,7 +169,7 @@ Report assembleReport(const RunValues& v, const RunContext& ctx) {
             [](const RankReport& a, const RankReport& b) { return a.rank < b.rank; });
   std::stable_sort(report.timeline.begin(), report.timeline.end(),
                    [](const TimelineEntry& a, const TimelineEntry& b) { return a.t_ms < b.t_ms; });
-  if (!v.diagnose_error.empty()) report.extra["diagnose_error"] = v.diagnose_error;
+  if (!v.diagnose_error.empty()) report.problems.diagnose_error = v.diagnose_error;
   report.harness.version = FAULTLINE_VERSION;
   report.harness.wall_ms = ctx.wall_ms;
 
@@ -223,7 +223,7 @@ Report harnessErrorReport(const std::string& launcher, const std::vector<std::st
   report.stack.command = command;
   report.verdict = Verdict::kError;
   report.harness = {FAULTLINE_VERSION, wall_ms};
-  report.extra["harness_error"] = error.str();
+  report.problems.harness_error = error.str();
   return report;
 }
 
@@ -234,7 +234,7 @@ Report unsupportedReport(const std::string& stack, const std::string& torch, int
   report.stack.world_size = world_size;
   report.verdict = Verdict::kUnsupported;
   report.harness.version = FAULTLINE_VERSION;
-  report.extra["unsupported_reason"] = reason;
+  report.problems.unsupported_reason = reason;
   return report;
 }
 
@@ -243,7 +243,7 @@ Report missingRunReport(const ScenarioRef& scenario, const Error& why, const std
   report.verdict = Verdict::kError;
   report.scenario = scenario;
   report.harness.version = FAULTLINE_VERSION;
-  report.extra["harness_error"] = "no report: " + why.str() + " (see " + log_path + ")";
+  report.problems.harness_error = "no report: " + why.str() + " (see " + log_path + ")";
   return report;
 }
 
@@ -253,7 +253,7 @@ Report badScenarioReport(const ScenarioRef& scenario, const std::string& stack, 
   report.scenario = scenario;
   report.stack.launcher = stack;
   report.harness.version = FAULTLINE_VERSION;
-  report.extra["bad_input"] = message;
+  report.problems.bad_input = message;
   return report;
 }
 

@@ -47,15 +47,15 @@ Report assembleReport(const RunValues& values, const RunContext& ctx);
 
 // Reads RUN_DIR/supervisor.json (or takes `record`, the one just written
 // there), diagnoses RUN_DIR unless the run was interrupted (a diagnosis that
-// fails or throws is extra.diagnose_error), and assembles. Never throws for
+// fails or throws is problems.diagnose_error), and assembles. Never throws for
 // what the run directory holds.
 Report reportOfRun(const std::string& run_dir, const RunContext& ctx,
                    std::optional<SupervisorRecord> record = std::nullopt);
 
-// A run that could not happen: verdict error with extra.harness_error.
+// A run that could not happen: verdict error with problems.harness_error.
 Report harnessErrorReport(const std::string& launcher, const std::vector<std::string>& command, const Error& error,
                           int64_t wall_ms);
-// A scenario that does not apply to the stack: verdict unsupported with extra.unsupported_reason.
+// A scenario that does not apply to the stack: verdict unsupported with problems.unsupported_reason.
 Report unsupportedReport(const std::string& stack, const std::string& torch, int world_size, const std::string& reason);
 // A suite's run that left no readable report.json (its `faultline run`
 // crashed before the provisional one, say): verdict error, naming the run's log.

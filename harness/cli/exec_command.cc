@@ -93,8 +93,8 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   ctx.fail_on = opts.fail_on;
   ctx.wall_ms = wall_ms();
   Report report = assemble::reportOfRun(so.out_dir, ctx, std::move(*record));
-  if (report.extra.contains("diagnose_error")) {
-    err << "faultline: diagnosis failed: " << report.extra["diagnose_error"].get<std::string>() << "\n";
+  if (report.problems.diagnose_error) {
+    err << "faultline: diagnosis failed: " << *report.problems.diagnose_error << "\n";
   }
   report.harness.wall_ms = wall_ms();
   if (auto w = writeReport(report, layout.reportPath()); !w) {

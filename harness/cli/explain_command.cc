@@ -27,8 +27,8 @@ int runExplain(const std::string& run_dir, bool json, std::ostream& out, std::os
   ctx.torch = stored->stack.torch;
   ctx.wall_ms = stored->harness.wall_ms;
   Report report = assemble::reportOfRun(run_dir, ctx, std::move(record));
-  if (report.extra.contains("diagnose_error")) {
-    err << "faultline explain: diagnosis failed: " << report.extra["diagnose_error"].get<std::string>() << "\n";
+  if (report.problems.diagnose_error) {
+    err << "faultline explain: diagnosis failed: " << *report.problems.diagnose_error << "\n";
     return 3;
   }
   // The run's own verdict, diagnosed again, decides the exit status.
@@ -40,14 +40,16 @@ int runExplain(const std::string& run_dir, bool json, std::ostream& out, std::os
   report.expectations = stored->expectations;
   report.verdict = stored->verdict;
   report.harness = stored->harness;
+  report.problems.harness_error = stored->problems.harness_error;
+  report.problems.unsupported_reason = stored->problems.unsupported_reason;
+  report.problems.bad_input = stored->problems.bad_input;
   if (!supervised) {
     report.launcher.exit_code = stored->launcher.exit_code;
     report.launcher.signal = stored->launcher.signal;
     report.teardown = stored->teardown;
   }
   for (const auto& [key, value] : stored->extra.items()) {
-    const bool diagnosed = key == "unchecked_findings" || key == "launcher_root_cause_rank" || key == "stack_dumps" ||
-                           key == "diagnose_error";
+    const bool diagnosed = key == "unchecked_findings" || key == "launcher_root_cause_rank" || key == "stack_dumps";
     if (!diagnosed && !report.extra.contains(key)) report.extra[key] = value;
   }
   if (json) {

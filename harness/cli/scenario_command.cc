@@ -55,8 +55,7 @@ int exitStatusFor(const std::vector<const Report*>& reports, const ExitPolicy& p
 // Said loudly: a scenario that ran on no stack at all checked nothing, and a
 // CI job that runs only it stays green (unless --strict).
 void warnRanNowhere(const char* command, const std::string& name, const Report& r, std::ostream& err) {
-  const std::string reason = r.extra.contains("unsupported_reason") && r.extra["unsupported_reason"].is_string()
-                                 ? r.extra["unsupported_reason"].get<std::string>()
+  const std::string reason = r.problems.unsupported_reason ? *r.problems.unsupported_reason
                                  : std::string("unsupported");
   err << "faultline " << command << ": warning: scenario " << name << " ran on no stack (" << r.stack.launcher
       << ": " << reason << "); nothing was checked\n";
@@ -171,8 +170,8 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
       ctx.fail_on = opts.exit.fail_on;
       ctx.wall_ms = msSince(t0);
       report = assemble::reportOfRun(run_dir, ctx, std::move(*record));
-      if (report.extra.contains("diagnose_error")) {
-        err << "faultline: diagnosis failed: " << report.extra["diagnose_error"].get<std::string>() << "\n";
+      if (report.problems.diagnose_error) {
+        err << "faultline: diagnosis failed: " << *report.problems.diagnose_error << "\n";
       }
     }
   }
@@ -197,7 +196,7 @@ int runCommand(const std::vector<std::string>& files, const ScenarioRunOptions& 
         << "\n  report: " << RunLayout(launch::absolutePath(dir)).htmlPath() << "\n";
     for (const auto& e : r.expectations) {
       if (!e.ok) {
-        out << "  " << e.status << ": " << e.what << " expected " << e.expected.dump() << ", actual "
+        out << "  " << expectationStatusName(e.status) << ": " << e.what << " expected " << e.expected.dump() << ", actual "
             << e.actual.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
             << (e.reason.empty() ? "" : " (" + e.reason + ")") << "\n";
       }

@@ -44,7 +44,7 @@ json step(const json& node, const std::string& name, std::optional<size_t> index
 
 Expectation unresolved(Expectation e, std::string reason) {
   e.ok = false;
-  e.status = "unresolved";
+  e.status = ExpectationStatus::kUnresolved;
   e.reason = std::move(reason);
   return e;
 }
@@ -143,7 +143,7 @@ Expectation judgeOne(const scenario::Expect& expect, const json& report) {
       }
       break;
   }
-  e.status = e.ok ? "pass" : "fail";
+  e.status = e.ok ? ExpectationStatus::kPass : ExpectationStatus::kFail;
   // Findings the diagnosis could not look for (a shim patch did not apply on
   // some rank) are unknown: only a finding that was found is certain.
   const auto unchecked = report.find("unchecked_findings");
@@ -179,14 +179,14 @@ Verdict verdictOf(const std::vector<Expectation>& judged) {
   if (judged.empty()) return Verdict::kUnresolved;  // nothing checked is never a pass
   bool any_fail = false;
   for (const auto& e : judged) {
-    if (e.status == "unresolved") return Verdict::kUnresolved;
+    if (e.status == ExpectationStatus::kUnresolved) return Verdict::kUnresolved;
     any_fail = any_fail || !e.ok;
   }
   return any_fail ? Verdict::kFail : Verdict::kPass;
 }
 
 Verdict scenarioVerdict(const std::vector<Expectation>& judged, const Report& report) {
-  if (report.extra.contains("diagnose_error")) return Verdict::kUnresolved;
+  if (report.problems.diagnose_error) return Verdict::kUnresolved;
   return verdictOf(judged);
 }
 

@@ -23,7 +23,7 @@ std::vector<Expectation> judgeAll(const std::vector<scenario::Expect>& expects, 
 Verdict verdictOf(const std::vector<Expectation>& judged);
 
 // A scenario's verdict from its judged expectations and its report: when the
-// diagnosis failed (report.extra "diagnose_error"), the expectations were
+// diagnosis failed (report.problems.diagnose_error), the expectations were
 // judged against a report nobody finished, so the answer is unresolved, never
 // a pass (Jepsen's "unknown"), whatever they say.
 Verdict scenarioVerdict(const std::vector<Expectation>& judged, const Report& report);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -148,6 +149,15 @@ json toJson(const RootCause& rc) {
   };
   if (rc.node) j["node"] = *rc.node;  // multi-node only
   return j;
+}
+
+// The problems' keys in report.json, each beside its field.
+template <class P>
+auto problemFields(P& p) {
+  return std::array<std::pair<const char*, decltype(&p.harness_error)>, 4>{{{"harness_error", &p.harness_error},
+                                                                          {"unsupported_reason", &p.unsupported_reason},
+                                                                          {"bad_input", &p.bad_input},
+                                                                          {"diagnose_error", &p.diagnose_error}}};
 }
 
 // Reading: a small cursor that remembers the path, so an error names the field.
@@ -345,7 +355,11 @@ json toJson(const Report& r) {
   for (const auto& s : r.teardown.survivors) survivors.push_back({{"pid", s.pid}, {"cmdline", s.cmdline}});
   json expectations = json::array();
   for (const auto& e : r.expectations) {
-    json item = {{"what", e.what}, {"expected", e.expected}, {"actual", e.actual}, {"ok", e.ok}, {"status", e.status}};
+    json item = {{"what", e.what},
+                 {"expected", e.expected},
+                 {"actual", e.actual},
+                 {"ok", e.ok},
+                 {"status", expectationStatusName(e.status)}};
     if (!e.reason.empty()) item["reason"] = e.reason;
     expectations.push_back(std::move(item));
   }
@@ -389,7 +403,22 @@ json toJson(const Report& r) {
   out["spans"] = spans;
   if (r.spans_dropped > 0) out["spans_dropped"] = r.spans_dropped;
   out["harness"] = {{"version", r.harness.version}, {"wall_ms", r.harness.wall_ms}};
+  for (const auto& [key, value] : problemFields(r.problems)) {
+    if (*value) out[key] = **value;
+  }
   return out;
+}
+
+const std::vector<std::string>& reportKeys() {
+  static const std::vector<std::string> kKeys = [] {
+    std::vector<std::string> keys = {"schema",   "scenario",     "stack",   "launcher", "root_cause", "ranks",
+                                     "nodes",    "findings",     "teardown", "expectations", "verdict", "timeline",
+                                     "spans",    "spans_dropped", "harness"};
+    RunProblems p;
+    for (const auto& [key, value] : problemFields(p)) keys.push_back(key);
+    return keys;
+  }();
+  return kKeys;
 }
 
 Result<Report> reportFromJson(const json& j) {
@@ -509,8 +538,17 @@ Result<Report> reportFromJson(const json& j) {
       if (const json* v = er.field("expected", false)) out.expected = *v;
       if (const json* v = er.field("actual", false)) out.actual = *v;
       er.get("ok", out.ok);
-      out.status = out.ok ? "pass" : "fail";
-      er.get("status", out.status, false);
+      out.status = out.ok ? ExpectationStatus::kPass : ExpectationStatus::kFail;
+      std::string status;
+      er.get("status", status, false);
+      if (!status.empty()) {
+        if (auto st = expectationStatusFromName(status)) {
+          out.status = *st;
+        } else {
+          er.adopt(Error{ErrorCode::kBadInput, "unknown value '" + status + "', expected pass, fail or unresolved",
+                         "report.expectations[].status"});
+        }
+      }
       er.get("reason", out.reason, false);
       top.adopt(er.error());
       r.expectations.push_back(std::move(out));
@@ -564,13 +602,11 @@ Result<Report> reportFromJson(const json& j) {
     hr.get("wall_ms", r.harness.wall_ms);
     top.adopt(hr.error());
   }
+  for (const auto& [key, value] : problemFields(r.problems)) top.getOpt(key, *value);
   if (top.error()) return tl::unexpected(*top.error());
-  static const char* kKnown[] = {"schema", "scenario", "stack", "launcher", "root_cause", "ranks", "nodes", "findings",
-                                 "teardown", "expectations", "verdict", "timeline", "harness"};
+  const auto& known = reportKeys();
   for (auto it = j.begin(); it != j.end(); ++it) {
-    bool known = false;
-    for (const char* k : kKnown) known = known || it.key() == k;
-    if (!known) r.extra[it.key()] = it.value();
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) r.extra[it.key()] = it.value();
   }
   return r;
 }

@@ -187,7 +187,7 @@ struct Expectation {
   bool ok = false;
   // Beyond the contract's four fields: pass | fail | unresolved, and why an
   // expectation could not be evaluated (never counted as a pass).
-  std::string status = "fail";
+  ExpectationStatus status = ExpectationStatus::kFail;
   std::string reason;
 };
 
@@ -223,6 +223,16 @@ struct HarnessInfo {
   int64_t wall_ms = 0;
 };
 
+// What kept a run from being judged as it ran: the facts that decide its
+// verdict when it could not happen, did not apply, or was not diagnosed.
+// report.json keeps each under its own top-level key (CONTRACT.md section 3).
+struct RunProblems {
+  std::optional<std::string> harness_error;       // verdict error: the run could not happen, or left no report
+  std::optional<std::string> unsupported_reason;  // verdict unsupported: why the scenario does not apply here
+  std::optional<std::string> bad_input;           // verdict unresolved: the scenario file, with file:line:col
+  std::optional<std::string> diagnose_error;      // the diagnosis failed: unresolved, never a pass
+};
+
 struct Report {
   std::optional<ScenarioRef> scenario;
   StackInfo stack;
@@ -238,10 +248,16 @@ struct Report {
   std::vector<Span> spans;     // by rank, then begin time
   int64_t spans_dropped = 0;   // spans left out to bound the report's size
   HarnessInfo harness;
+  RunProblems problems;
   // Fields a later schema adds, or a stage records beyond the contract
   // (e.g. "containment"), kept verbatim so a re-render loses nothing.
   nlohmann::json extra = nlohmann::json::object();
 };
+
+// report.json's top-level keys, each written by toJson and read by
+// reportFromJson (anything else is kept in `extra`); the contract test checks
+// CONTRACT.md section 3 against it.
+const std::vector<std::string>& reportKeys();
 
 nlohmann::json toJson(const Report& r);
 // Reads a report; names the field that is missing or of the wrong type.

@@ -42,6 +42,22 @@ std::optional<Verdict> verdictFromName(const std::string& name) {
 
 bool verdictIsFailure(Verdict v) { return verdictInfo(v).failure; }
 
+const char* expectationStatusName(ExpectationStatus s) {
+  switch (s) {
+    case ExpectationStatus::kPass: return "pass";
+    case ExpectationStatus::kFail: return "fail";
+    case ExpectationStatus::kUnresolved: return "unresolved";
+  }
+  return "fail";
+}
+
+std::optional<ExpectationStatus> expectationStatusFromName(const std::string& name) {
+  for (auto s : {ExpectationStatus::kPass, ExpectationStatus::kFail, ExpectationStatus::kUnresolved}) {
+    if (name == expectationStatusName(s)) return s;
+  }
+  return std::nullopt;
+}
+
 std::optional<FailOn> failOnFromName(const std::string& name) {
   if (name == "error") return FailOn::kError;
   if (name == "warning") return FailOn::kWarning;

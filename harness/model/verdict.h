@@ -29,6 +29,13 @@ std::optional<Verdict> verdictFromName(const std::string& name);
 // Every verdict but pass, clean and unsupported (a skip, lit's UNSUPPORTED).
 bool verdictIsFailure(Verdict v);
 
+// An expectation's outcome, beside the verdict table: pass, fail, or
+// unresolved (it could not be evaluated: never counted as a pass, and it
+// makes the run unresolved).
+enum class ExpectationStatus { kPass, kFail, kUnresolved };
+const char* expectationStatusName(ExpectationStatus s);  // "pass" | "fail" | "unresolved"
+std::optional<ExpectationStatus> expectationStatusFromName(const std::string& name);
+
 // The least severity of a finding that fails a run (`--fail-on`).
 enum class FailOn { kError, kWarning };
 std::optional<FailOn> failOnFromName(const std::string& name);  // "error" | "warning"

@@ -37,8 +37,12 @@ const json& reportShape() {
                  "survivors": [{"pid": null, "cmdline": null}], "leaks": [null]},
     "trigger": {"kind": null, "rank": null, "detail": null},
     "verdict": null,
-    "timeline": [{"t_ms": null, "rank": null, "what": null}],
-    "harness": {"version": null, "wall_ms": null}
+    "timeline": [{"t_ms": null, "rank": null, "what": null, "kind": null}],
+    "spans": [{"rank": null, "kind": null, "name": null, "index": null, "t_ms": null, "dur_ms": null, "numel": null,
+               "dtype": null}],
+    "spans_dropped": null,
+    "harness": {"version": null, "wall_ms": null},
+    "harness_error": null, "unsupported_reason": null, "bad_input": null, "diagnose_error": null
   })");
   return shape;
 }

@@ -81,7 +81,7 @@ TEST(AssembleReport, AFailedDiagnosisIsUnresolvedWithItsError) {
   v.stderr_tails[0] = "last words\n";
   const Report r = assembleReport(v, {});
   EXPECT_EQ(r.verdict, Verdict::kUnresolved);
-  EXPECT_EQ(r.extra["diagnose_error"], "exception: boom");
+  EXPECT_EQ(r.problems.diagnose_error, "exception: boom");
   ASSERT_EQ(r.ranks.size(), 1u);
   EXPECT_EQ(r.ranks[0].stderr_tail, "last words\n");
   EXPECT_EQ(r.ranks[0].role, RankRole::kClean);  // from the facts alone
@@ -150,7 +150,7 @@ TEST(AssembleReport, ScenarioVerdictFromItsExpectations) {
 
 TEST(ReportOfRun, AMissingDirectoryIsADiagnosisError) {
   const Report r = reportOfRun("/nonexistent/run", {});
-  EXPECT_TRUE(r.extra.contains("diagnose_error"));
+  EXPECT_TRUE(r.problems.diagnose_error);
   EXPECT_NE(r.verdict, Verdict::kClean);
 }
 

@@ -212,7 +212,7 @@ void harnessKilledLeavesNothing(bool cgroup) {
   auto report = readReport(out + "/report.json");
   ASSERT_TRUE(report) << report.error().str();
   EXPECT_EQ(report->verdict, Verdict::kError);
-  EXPECT_NE(report->extra.value("harness_error", "").find("ended before it wrote this run's report"), std::string::npos)
+  EXPECT_NE(report->problems.harness_error.value_or("").find("ended before it wrote this run's report"), std::string::npos)
       << report->extra.dump();
 }
 

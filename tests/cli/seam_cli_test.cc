@@ -49,7 +49,7 @@ TEST(ExecSeam, NoSpaceForTheReportLeavesTheProvisionalOneAndExitsThree) {
   auto report = readReport(opts.out_dir + "/report.json");
   ASSERT_TRUE(report) << report.error().str();
   EXPECT_EQ(report->verdict, Verdict::kError);
-  EXPECT_NE(report->extra.value("harness_error", "").find("ended before it wrote"), std::string::npos);
+  EXPECT_NE(report->problems.harness_error.value_or("").find("ended before it wrote"), std::string::npos);
   auto record = readSupervisorRecord(opts.out_dir + "/supervisor.json");
   ASSERT_TRUE(record) << record.error().str();
   EXPECT_EQ(record->ranks.size(), 2u);

@@ -68,7 +68,7 @@ TEST(Judge, InMatcherAcceptsAnyListedValue) {
   EXPECT_TRUE(judgeOne(ex("root_cause.rank", MatchOp::kIn, json({1.0})), kReport).ok);  // numbers by value
   EXPECT_FALSE(judgeOne(ex("root_cause.exit_code", MatchOp::kIn, json({nullptr, 1})), kReport).ok);  // absent fails
   const auto e = judgeOne(ex("root_cause.rank", MatchOp::kIn, json({0, 2})), kReport);
-  EXPECT_EQ(e.status, "fail");
+  EXPECT_EQ(e.status, ExpectationStatus::kFail);
 }
 
 TEST(Judge, Matchers) {
@@ -107,7 +107,7 @@ TEST(Judge, RecordsExpectedAndActual) {
   EXPECT_EQ(e.what, "teardown.duration_ms");
   EXPECT_EQ(e.expected, json({{"max", 400}}));
   EXPECT_EQ(e.actual, 412);
-  EXPECT_EQ(e.status, "fail");
+  EXPECT_EQ(e.status, ExpectationStatus::kFail);
 }
 
 TEST(Judge, MissingValueFailsAndWrongTypeIsUnresolved) {
@@ -115,10 +115,10 @@ TEST(Judge, MissingValueFailsAndWrongTypeIsUnresolved) {
   const json no_cause = json::parse(R"({"root_cause": null, "teardown": {"clean": "yes"}})");
   auto missing = judgeOne(ex("root_cause.rank", MatchOp::kEquals, 1), no_cause);
   EXPECT_FALSE(missing.ok);
-  EXPECT_EQ(missing.status, "fail");
+  EXPECT_EQ(missing.status, ExpectationStatus::kFail);
   auto wrong = judgeOne(ex("teardown.clean", MatchOp::kMax, 1), no_cause);
   EXPECT_FALSE(wrong.ok);
-  EXPECT_EQ(wrong.status, "unresolved");
+  EXPECT_EQ(wrong.status, ExpectationStatus::kUnresolved);
   EXPECT_EQ(wrong.reason, "a numeric bound needs a number, the report has string");
   EXPECT_EQ(verdictOf({missing, wrong}), Verdict::kUnresolved);
   EXPECT_EQ(verdictOf({missing}), Verdict::kFail);
@@ -134,13 +134,13 @@ TEST(Judge, FindingsThatWereNotCheckedAreUnresolved) {
                             "reason": "rank 1: patch ddp.fingerprint failed: TypeError: x"}]})");
   auto none = judgeOne(ex("findings", MatchOp::kEquals, json::array()), json::parse(R"({"findings": [],
     "unchecked_findings": [{"kind": "seed_mismatch", "ranks": [1], "reason": "r"}]})"));
-  EXPECT_EQ(none.status, "unresolved");
+  EXPECT_EQ(none.status, ExpectationStatus::kUnresolved);
   EXPECT_EQ(none.reason, "seed_mismatch not checked (r)");
   auto seed = judgeOne(ex("findings.kind", MatchOp::kContains, "seed_mismatch"), report);
-  EXPECT_EQ(seed.status, "unresolved");
+  EXPECT_EQ(seed.status, ExpectationStatus::kUnresolved);
   EXPECT_EQ(seed.reason, "seed_mismatch not checked (rank 1: patch ddp.fingerprint failed: TypeError: x)");
-  EXPECT_EQ(judgeOne(ex("findings.kind", MatchOp::kContains, "straggler"), report).status, "pass");
-  EXPECT_EQ(judgeOne(ex("root_cause", MatchOp::kNull, true), report).status, "pass");
+  EXPECT_EQ(judgeOne(ex("findings.kind", MatchOp::kContains, "straggler"), report).status, ExpectationStatus::kPass);
+  EXPECT_EQ(judgeOne(ex("root_cause", MatchOp::kNull, true), report).status, ExpectationStatus::kPass);
 }
 
 TEST(Judge, NothingJudgedIsNotAPass) {
@@ -151,12 +151,12 @@ TEST(Judge, NothingJudgedIsNotAPass) {
 // Regression: a scenario expecting root_cause = null passed when diagnosis threw.
 TEST(Judge, ACrashedDiagnosisIsUnresolvedNeverAPass) {
   Report r;
-  r.extra["diagnose_error"] = "exception: boom";
+  r.problems.diagnose_error = "exception: boom";
   const auto judged = judgeAll({ex("root_cause", scenario::MatchOp::kNull, true)}, toJson(r));
   ASSERT_EQ(judged.size(), 1u);
   EXPECT_TRUE(judged[0].ok);  // the expectation alone would pass
   EXPECT_EQ(scenarioVerdict(judged, r), Verdict::kUnresolved);
-  r.extra.erase("diagnose_error");
+  r.problems.diagnose_error.reset();
   EXPECT_EQ(scenarioVerdict(judged, r), Verdict::kPass);
 }
 

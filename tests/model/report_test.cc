@@ -1,6 +1,8 @@
 // report.json: every contract field survives a round trip; bad input names the field.
 #include "harness/model/report.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace faultline {
@@ -28,10 +30,13 @@ Report sampleReport() {
   r.ranks.push_back({0, 100, std::nullopt, std::string("SIGTERM"), RankRole::kKilledByTeardown, "waited", "tail"});
   r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms"});
   r.teardown = {true, 120, Escalation::kSigterm, {{42, "sleep 100"}}, {"/dev/shm/x"}};
-  r.expectations.push_back({"root_cause.rank", 1, 1, true, "pass", ""});
+  r.expectations.push_back({"root_cause.rank", 1, 1, true, ExpectationStatus::kPass, ""});
   r.verdict = Verdict::kPass;
   r.timeline.push_back({1.5, 1, "fault hung_collective"});
   r.harness = {"0.1.0", 900};
+  r.spans.push_back({1, "collective", "allreduce", 7, 10.5, 2.0, 6532, "float32"});
+  r.spans_dropped = 3;
+  r.problems.diagnose_error = "exception: boom";
   r.extra["containment"] = "cgroup";
   return r;
 }
@@ -45,6 +50,38 @@ TEST(Report, RoundTripKeepsEveryField) {
   auto back = reportFromJson(j);
   ASSERT_TRUE(back.has_value()) << back.error().str();
   EXPECT_EQ(toJson(*back), j);
+}
+
+// The problems are typed fields under their own keys, never `extra`; every
+// key toJson writes is one reportFromJson reads (kKnown in report.cc once
+// lacked spans and spans_dropped, and a round trip put them in extra too).
+TEST(Report, ProblemsAndEveryWrittenKeyAreReadBackAsFields) {
+  Report r = sampleReport();
+  r.problems = {"boom", "no GPU", "s.toml:3:1: bad", "exception: x"};
+  const auto j = toJson(r);
+  EXPECT_EQ(j["harness_error"], "boom");
+  EXPECT_EQ(j["unsupported_reason"], "no GPU");
+  EXPECT_EQ(j["bad_input"], "s.toml:3:1: bad");
+  EXPECT_EQ(j["diagnose_error"], "exception: x");
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value()) << back.error().str();
+  EXPECT_EQ(back->problems.harness_error, "boom");
+  EXPECT_EQ(back->problems.bad_input, "s.toml:3:1: bad");
+  EXPECT_EQ(back->extra, (nlohmann::json{{"containment", "cgroup"}}));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& keys = reportKeys();
+    EXPECT_TRUE(it.key() == "containment" || std::find(keys.begin(), keys.end(), it.key()) != keys.end()) << it.key();
+  }
+  auto bad = j;
+  bad["harness_error"] = 5;
+  auto r2 = reportFromJson(bad);
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_EQ(r2.error().context, "report.harness_error");
+  bad = j;
+  bad["expectations"][0]["status"] = "maybe";
+  r2 = reportFromJson(bad);
+  ASSERT_FALSE(r2.has_value());
+  EXPECT_EQ(r2.error().context, "report.expectations[].status");
 }
 
 TEST(Report, BlameOfAReportWrittenBeforeItReadsFromItsRank) {

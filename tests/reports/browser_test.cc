@@ -190,7 +190,7 @@ Report hostileReport() {
   r.findings = {{Kind::kStraggler, {1}, h, h, h}};
   r.teardown.survivors = {{12, h}};
   r.teardown.leaks = {h};
-  r.expectations = {{h, h, h, false, "fail", h}};
+  r.expectations = {{h, h, h, false, ExpectationStatus::kFail, h}};
   r.timeline = {{1.0, 0, h}, {2.0, 1, h}, {3.0, std::nullopt, h}};
   r.verdict = Verdict::kFail;
   r.extra["stack_dumps"]["1"] = h;

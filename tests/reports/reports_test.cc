@@ -31,9 +31,10 @@ Report hostileReport() {
   r.ranks = {{0, 10, 1, std::nullopt, RankRole::kCollateral, "peer closed", kHostile},
              {1, 11, 1, std::nullopt, RankRole::kRootCause, kHostile, "Traceback...\n" + kHostile}};
   r.findings = {{Kind::kStraggler, {1}, "warning", kHostile, kHostile}};
-  r.expectations = {{"root_cause.rank", 1, 1, true, "pass", ""},
-                    {"root_cause.kind", "python_exception", kHostile, false, "fail", ""},
-                    {"teardown.clean", nlohmann::json{{"max", 1}}, true, false, "unresolved", "needs a number"}};
+  r.expectations = {{"root_cause.rank", 1, 1, true, ExpectationStatus::kPass, ""},
+                    {"root_cause.kind", "python_exception", kHostile, false, ExpectationStatus::kFail, ""},
+                    {"teardown.clean", nlohmann::json{{"max", 1}}, true, false, ExpectationStatus::kUnresolved,
+                     "needs a number"}};
   r.timeline = {{0.5, 1, "fault " + kHostile}, {12.0, std::nullopt, "SIGTERM sent"}};
   r.verdict = Verdict::kFail;
   r.harness.wall_ms = 1500;
@@ -77,7 +78,7 @@ TEST(Junit, UnsupportedIsASkipWithItsReason) {
   r.scenario = ScenarioRef{"stock-flags", "s.toml"};
   r.stack.launcher = "torchrun@2.13";
   r.verdict = Verdict::kUnsupported;
-  r.extra["unsupported_reason"] = "scenario 'stock-flags' applies to torch <2, not 2.13.0+cpu";
+  r.problems.unsupported_reason = "scenario 'stock-flags' applies to torch <2, not 2.13.0+cpu";
   pugi::xml_document doc;
   const std::string xml = junitForRun(r);
   ASSERT_TRUE(doc.load_string(xml.c_str())) << xml;
@@ -96,13 +97,13 @@ TEST(Junit, HeldExpectationsOfAnUnresolvedRunAreErrors) {
   Report r;
   r.scenario = ScenarioRef{"x", "x.toml"};
   r.verdict = Verdict::kUnresolved;
-  r.extra["diagnose_error"] = "exception: boom";
+  r.problems.diagnose_error = "exception: boom";
   Expectation e;
   e.what = "root_cause";
   e.expected = nullptr;
   e.actual = nullptr;
   e.ok = true;
-  e.status = "pass";
+  e.status = ExpectationStatus::kPass;
   r.expectations = {e};
   pugi::xml_document doc;
   const std::string xml = junitForRun(r);
@@ -116,7 +117,7 @@ TEST(Junit, SuiteHasOneTestsuitePerScenario) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}, {"b", "torchrun", "b", hostileReport()}};
   s.entries[1].report.verdict = Verdict::kUnsupported;
-  s.entries[1].report.extra["unsupported_reason"] = "no python";
+  s.entries[1].report.problems.unsupported_reason = "no python";
   pugi::xml_document doc;
   ASSERT_TRUE(doc.load_string(junitForSuite(s).c_str()));
   int suites = 0;
@@ -316,7 +317,7 @@ Report hostileEverywhere() {
   r.teardown.clean = false;
   r.teardown.survivors = {{12, h}};
   r.teardown.leaks = {h};
-  r.expectations = {{h, h, h, false, "fail", h}, {h, 1, nlohmann::json{{h, h}}, false, "unresolved", h}};
+  r.expectations = {{h, h, h, false, ExpectationStatus::kFail, h}, {h, 1, nlohmann::json{{h, h}}, false, ExpectationStatus::kUnresolved, h}};
   r.timeline = {{0.5, 1, h}, {1.5, std::nullopt, h}, {2.5, 7, h}};
   r.verdict = Verdict::kFail;
   r.extra["stack_dumps"]["1"] = h;

@@ -75,11 +75,11 @@ class ReRender : public ::testing::Test {
     r.findings = {{Kind::kStraggler, {1}, h, h, h}};
     r.teardown.survivors = {{3, h}};
     r.teardown.leaks = {h};
-    r.expectations = {{h, h, h, false, "fail", h}};
+    r.expectations = {{h, h, h, false, ExpectationStatus::kFail, h}};
     r.timeline = {{1.0, 1, h}};
     r.verdict = Verdict::kFail;
     r.extra["stack_dumps"]["1"] = h;
-    r.extra["harness_error"] = 5;  // free-form extra of an unexpected type: skipped, not thrown on
+    r.problems.harness_error = h;
     r.harness = {h, 1};
     ASSERT_TRUE(writeReport(r, (run_ / "report.json").string()));
   }

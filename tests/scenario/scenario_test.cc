@@ -1,4 +1,5 @@
 // Scenario parsing: the contract's example parses; every error class names file:line:col and what was expected.
+#include "harness/model/report.h"
 #include "harness/scenario/scenario.h"
 
 #include <cstdlib>
@@ -319,6 +320,17 @@ TEST(ReportPaths, KnownAndUnknown) {
   for (const char* bad : {"", "root_cause.colour", "ranks[x].role", "verdict.kind", "ranks[1", "teardown.clean[0]"}) {
     EXPECT_FALSE(isReportPath(bad)) << bad;
   }
+}
+
+// One field table: every key report.json is written with (reportKeys) is a
+// path an expectation may name, but the expectations themselves.
+TEST(ReportPaths, EveryKeyOfTheReportIsAPath) {
+  for (const std::string& key : reportKeys()) {
+    if (key == "expectations") continue;  // a scenario's expectations cannot be about themselves
+    EXPECT_FALSE(reportPathProblem(key)) << key;
+  }
+  EXPECT_FALSE(reportPathProblem("spans.kind"));
+  EXPECT_FALSE(reportPathProblem("unsupported_reason"));
 }
 
 TEST(ReportPaths, WhatTheLauncherBlamedIsAPath) {
