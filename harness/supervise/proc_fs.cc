@@ -5,15 +5,18 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <sstream>
 
+#include "harness/os/sys.h"
+
 namespace faultline::supervise {
 
 std::optional<std::string> readSmallFile(const std::string& path, size_t limit) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = os::sys().open(path.c_str(), O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return std::nullopt;
   std::string out;
   char buf[8192];
@@ -62,8 +65,14 @@ std::vector<pid_t> listPids() {
 }
 
 bool isAlive(pid_t pid) {
+  errno = 0;
   auto st = readStat(pid);
-  return st && st->state != 'Z' && st->state != 'X';
+  if (st) return st->state != 'Z' && st->state != 'X';
+  // /proc could not be read for the harness's own trouble (EMFILE, ENFILE,
+  // ENOMEM), not because the process is gone: the kernel says directly. A
+  // process taken for dead is one a teardown would never end.
+  if (errno == 0 || errno == ENOENT || errno == ESRCH) return false;
+  return os::sys().kill(pid, 0) == 0 || errno == EPERM;
 }
 
 namespace {

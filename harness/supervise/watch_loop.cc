@@ -209,6 +209,16 @@ RankState* WatchLoop::rankByPid(pid_t pid) {
   return nullptr;
 }
 
+std::vector<pid_t> WatchLoop::runMembers() const {
+  std::vector<pid_t> out = rank_tracker_->members();
+  // A rank known to be running is one whatever /proc could list: a harness
+  // out of descriptors lists no process at all, and would end none.
+  for (const auto& r : ranks_) {
+    if (!r->finished && std::find(out.begin(), out.end(), r->pid) == out.end() && isAlive(r->pid)) out.push_back(r->pid);
+  }
+  return out;
+}
+
 bool WatchLoop::hasLiveRank(int rank) const {
   return std::any_of(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r->rank == rank && !r->finished; });
 }

@@ -102,8 +102,9 @@ class WatchLoop : private RankTracker::Sink {
   void eventsSeen(int rank, bool progress_event);
   static bool pastStartup(const RankState& r);
   void outputSeen(int rank, const std::string& stream);
-  // The run's live processes, as the rank tracker knows them.
-  std::vector<pid_t> runMembers() const { return rank_tracker_->members(); }
+  // The run's live processes, as the rank tracker knows them, and every rank
+  // known to be running.
+  std::vector<pid_t> runMembers() const;
   bool runEmpty() const { return runMembers().empty(); }
   // What of the job the workload manager still holds, ended and waited for (teardown).
   void settleResidue();

@@ -1,13 +1,16 @@
 // The watch loop when its system calls fail (harness/os/sys.h): EINTR from
 // waitpid loses no exit, a SIGTERM the kernel refuses is said and the ladder
-// goes on to SIGKILL, and nothing of the run is left either way.
+// goes on to SIGKILL, /proc unreadable for want of descriptors (EMFILE) takes
+// no live process for dead, and nothing of the run is left either way.
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 
 #include <gtest/gtest.h>
 
+#include "harness/supervise/proc_fs.h"
 #include "harness/supervise/supervisor.h"
 #include "tests/support/faulty_sys.h"
 #include "tests/supervise/run_fixtures.h"
@@ -79,6 +82,45 @@ TEST(WatchLoopSeam, ARefusedSigtermIsSaidAndTheLadderKills) {
     return n.find("SIGTERM) failed: Operation not permitted") != std::string::npos;
   });
   EXPECT_TRUE(said) << ::testing::PrintToString(run->notes);
+  expectNothingLeft(o.launch.run_id);
+}
+
+// isAlive read /proc/PID/stat and took any failure for the process's end: a
+// harness out of descriptors would have taken every rank for dead, and a
+// teardown would have ended none.
+TEST(ProcSeam, AProcessIsNotTakenForDeadWhenProcCannotBeRead) {
+  FaultySys sys;
+  sys.add(FaultySys::Rule(Call::kOpen, EMFILE, -1).onPath("/proc/"));
+  os::ScopedSys scoped(sys);
+  EXPECT_TRUE(isAlive(::getpid()));
+  EXPECT_GE(sys.failed(Call::kOpen), 1);
+  EXPECT_FALSE(isAlive(0x3ffffff0));  // no such pid: kill(pid, 0) says ESRCH
+}
+
+// Without a cgroup the run's processes are the harness's descendants, listed
+// from /proc: with /proc unreadable the list was empty, and the teardown
+// ended nothing (two ranks left running, "zombie" leaks). The ranks it knows
+// are members whatever /proc says.
+TEST(WatchLoopSeam, ProcUnreadableForWantOfDescriptorsEndsTheRunAsUsual) {
+  LeakGuard guard;
+  TempDir dir;
+  FaultySys sys;
+  sys.add(FaultySys::Rule(Call::kOpen, EMFILE, -1).onPath("/proc/"));
+  const auto o = threeRanksOneFails(dir);
+  Result<SupervisedRun> run = [&] {
+    os::ScopedSys scoped(sys);
+    return superviseRun(o);
+  }();
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_GE(sys.failed(Call::kOpen), 1);
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rankOf(rec, 1).exit_code, 3);
+  for (int r : {0, 2}) {
+    EXPECT_EQ(rankOf(rec, r).signal, "SIGTERM");
+    EXPECT_TRUE(rankOf(rec, r).killed_by_teardown);
+  }
+  EXPECT_TRUE(rec.teardown.report.clean);
   expectNothingLeft(o.launch.run_id);
 }
 
