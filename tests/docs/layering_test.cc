@@ -5,6 +5,7 @@
 // docs/LAUNCHERS.md lists every launcher of the table.
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <map>
 #include <set>
@@ -89,6 +90,68 @@ TEST(Layering, NoRankDiscoveryBranchOutsideTheTrackerFactory) {
     }
   }
   EXPECT_GE(in_factory, 3) << factory << " no longer chooses the tracker by RankDiscovery: update this test";
+}
+
+// Every stage's CMake library (harness/NAME/CMakeLists.txt, reports/) and
+// the fl::X libraries it declares in DEPS, PRIVATE_DEPS included.
+std::map<std::string, std::set<std::string>> declaredDeps(const fs::path& root) {
+  std::map<std::string, std::set<std::string>> deps;
+  std::vector<std::pair<std::string, fs::path>> libs;
+  for (const auto& e : fs::directory_iterator(root / "harness")) {
+    if (e.is_directory()) libs.push_back({e.path().filename().string(), e.path() / "CMakeLists.txt"});
+  }
+  libs.push_back({"reports", root / "reports" / "CMakeLists.txt"});
+  const std::regex call("fl_add_library\\(\\s*" "([a-z_]+)([^)]*)\\)");
+  const std::regex dep("fl::([a-z_]+)");
+  for (const auto& [folder, cmake] : libs) {
+    const std::string text = slurp(cmake);
+    for (std::sregex_iterator it(text.begin(), text.end(), call), end; it != end; ++it) {
+      if ((*it)[1] != folder) continue;
+      auto& d = deps[folder];
+      const std::string args = (*it)[2];
+      for (std::sregex_iterator jt(args.begin(), args.end(), dep); jt != end; ++jt) d.insert((*jt)[1]);
+    }
+  }
+  return deps;
+}
+
+// An include of another stage's header must be a dependency the library
+// declares (directly or through one it declares): every library has the
+// repository root on its include path, so the compiler does not catch it,
+// and an installed or reordered target would then fail to link.
+TEST(Layering, EveryIncludeOfAnotherStageIsADeclaredDependency) {
+  const fs::path root(FL_SOURCE_DIR);
+  const auto deps = declaredDeps(root);
+  ASSERT_GT(deps.size(), 8u) << "the CMake files were not read";
+  std::function<void(const std::string&, std::set<std::string>&)> closure = [&](const std::string& lib,
+                                                                                std::set<std::string>& out) {
+    auto it = deps.find(lib);
+    if (it == deps.end()) return;
+    for (const auto& d : it->second) {
+      if (out.insert(d).second) closure(d, out);
+    }
+  };
+  const std::regex include("#include \"(harness/([a-z_]+)|(reports))/");
+  for (const auto& [lib, direct] : deps) {
+    std::set<std::string> reach;
+    closure(lib, reach);
+    const fs::path dir = lib == "reports" ? root / "reports" : root / "harness" / lib;
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".c")) continue;
+      std::istringstream in(slurp(e.path()));
+      int n = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++n;
+        std::smatch m;
+        if (!std::regex_search(line, m, include)) continue;
+        const std::string other = m[2].matched ? m[2].str() : m[3].str();
+        if (other == lib || reach.count(other)) continue;
+        ADD_FAILURE() << fs::relative(e.path(), root).string() << ":" << n << ": includes " << other
+                      << " but fl::" << lib << " does not declare fl::" << other << " among its DEPS";
+      }
+    }
+  }
 }
 
 TEST(Layering, LaunchersDocListsEveryLauncher) {
