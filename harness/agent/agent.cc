@@ -1,5 +1,6 @@
-// The agent's loop: start the child, forward stop signals, watch /proc for
-// ranks and the link for changes, then check for survivors.
+// The agent's run: start the command through the launch stage, forward stop
+// signals, watch /proc for ranks and the link for changes, then check for
+// survivors.
 #include "harness/agent/agent.h"
 
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <ostream>
 #include <set>
@@ -22,6 +24,7 @@
 #include "harness/agent/agent_event.h"
 #include "harness/agent/node_procs.h"
 #include "harness/agent/slurm_task_env.h"
+#include "harness/launch/process_spawn.h"
 #include "harness/model/outcome.h"
 #include "harness/model/run_layout.h"
 
@@ -120,234 +123,290 @@ std::string resolveNode(const AgentOptions& opts, const char* slurmd_nodename) {
   return {};
 }
 
-int runAgent(const AgentOptions& opts, std::ostream& err) {
-  const EnvMap env = currentEnv();
-  const std::string node = resolveNode(opts, std::getenv("SLURMD_NODENAME"));
-  if (node.empty()) {
-    err << "faultline agent: no node name (--node NAME, or SLURMD_NODENAME with --slurm-task)\n";
-    return 2;
+namespace {
+
+// One node agent's run, phase by phase: what it was asked (setup), its
+// events file, the command started through the launch stage, the watch
+// until the command ends, and the node's own teardown proof.
+class NodeAgent {
+ public:
+  NodeAgent(const AgentOptions& opts, std::ostream& err) : opts_(opts), err_(err), env_(currentEnv()) {}
+
+  int run() {
+    if (int bad = setup(); bad != 0) return bad;
+    if (int bad = openEvents(); bad != 0) return bad;
+    writeStart();
+    blockStopSignals();
+    int status = 0;
+    if (auto started = startCommand()) {
+      child_ = *started;
+      noteSlurmRank();
+      status = watchUntilExit();
+    } else {
+      status = started.error();
+    }
+    recordEnd(status);
+    recordSurvivors();
+    const int code = exitStatusFor(status);
+    events_->write("agent_exit", {{"exit_code", code}});
+    // The stop signals stay blocked: one still pending (Slurm sends SIGTERM to
+    // every task process) must not turn the child's status into the agent's death.
+    if (sfd_ >= 0) ::close(sfd_);
+    return code;
   }
-  if (!validNodeName(node)) {
-    err << "faultline agent: --node '" << node << "' is not a valid node name (no '/', not '.' or '..')\n";
-    return 2;
-  }
-  std::string out = opts.out_dir;
-  if (out.empty()) out = envVar(env, "FAULTLINE_RUN_DIR").value_or("");
-  if (out.empty()) {
-    err << "faultline agent: no run directory (--out OUT, or FAULTLINE_RUN_DIR)\n";
-    return 2;
-  }
-  if (opts.command.empty()) {
-    err << "faultline agent: no command given (faultline agent --node NAME [options] -- COMMAND [ARGS...])\n";
-    return 2;
-  }
-  std::vector<std::pair<std::string, std::string>> overrides;
-  std::optional<int> slurm_rank;
-  std::optional<int> slurm_local_rank;
-  if (opts.slurm_task) {
-    auto mapped = slurmTaskEnv(env);
-    if (!mapped) {
-      err << "faultline agent: " << mapped.error().str() << "\n";
+
+ private:
+  // The node, the run directory, the command and (under Slurm) the task's
+  // rank variables; 2 and why on err when something is missing.
+  int setup() {
+    node_ = resolveNode(opts_, std::getenv("SLURMD_NODENAME"));
+    if (node_.empty()) {
+      err_ << "faultline agent: no node name (--node NAME, or SLURMD_NODENAME with --slurm-task)\n";
       return 2;
     }
-    overrides = *mapped;
-    slurm_rank = std::stoi(env.at("SLURM_PROCID"));
-    slurm_local_rank = std::stoi(env.at("SLURM_LOCALID"));
+    if (!validNodeName(node_)) {
+      err_ << "faultline agent: --node '" << node_ << "' is not a valid node name (no '/', not '.' or '..')\n";
+      return 2;
+    }
+    out_ = opts_.out_dir.empty() ? envVar(env_, "FAULTLINE_RUN_DIR").value_or("") : opts_.out_dir;
+    if (out_.empty()) {
+      err_ << "faultline agent: no run directory (--out OUT, or FAULTLINE_RUN_DIR)\n";
+      return 2;
+    }
+    if (opts_.command.empty()) {
+      err_ << "faultline agent: no command given (faultline agent --node NAME [options] -- COMMAND [ARGS...])\n";
+      return 2;
+    }
+    if (opts_.slurm_task) {
+      auto mapped = slurmTaskEnv(env_);
+      if (!mapped) {
+        err_ << "faultline agent: " << mapped.error().str() << "\n";
+        return 2;
+      }
+      overrides_ = *mapped;
+      slurm_rank_ = std::stoi(env_.at("SLURM_PROCID"));
+      slurm_local_rank_ = std::stoi(env_.at("SLURM_LOCALID"));
+    }
+    overrides_.emplace_back("FAULTLINE_NODE", node_);
+    overrides_.emplace_back("FAULTLINE_AGENT_PID", std::to_string(self_));
+    return 0;
   }
-  const pid_t self = ::getpid();
-  overrides.emplace_back("FAULTLINE_NODE", node);
-  overrides.emplace_back("FAULTLINE_AGENT_PID", std::to_string(self));
 
-  const RunLayout layout(out);
-  std::error_code ec;
-  std::filesystem::create_directories(layout.nodeDir(node), ec);
-  if (ec) {
-    err << "faultline agent: cannot create " << layout.nodeDir(node) << ": " << ec.message() << "\n";
-    return 3;
+  // OUT/nodes/NAME/agent-PID.jsonl; 3 when it cannot be written.
+  int openEvents() {
+    const RunLayout layout(out_);
+    std::error_code ec;
+    std::filesystem::create_directories(layout.nodeDir(node_), ec);
+    if (ec) {
+      err_ << "faultline agent: cannot create " << layout.nodeDir(node_) << ": " << ec.message() << "\n";
+      return 3;
+    }
+    const std::string path = layout.nodeAgentEvents(node_, self_);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      err_ << "faultline agent: cannot open " << path << ": " << std::strerror(errno) << "\n";
+      return 3;
+    }
+    events_ = std::make_unique<EventFile>(fd, AgentIdentity{node_, hostName(), self_});
+    return 0;
   }
-  const std::string events_path = layout.nodeAgentEvents(node, self);
-  const int fd = ::open(events_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    err << "faultline agent: cannot open " << events_path << ": " << std::strerror(errno) << "\n";
-    return 3;
+
+  void writeStart() {
+    nlohmann::json start = {{"command", opts_.command}};
+    if (!opts_.link.empty()) start["link"] = opts_.link;
+    if (const auto job = envVar(env_, "SLURM_JOB_ID")) start["slurm_job"] = *job;
+    if (const auto step = envVar(env_, "SLURM_STEP_ID")) start["slurm_step"] = *step;
+    events_->write("agent_start", start);
   }
-  EventFile events(fd, AgentIdentity{node, hostName(), self});
 
-  nlohmann::json start = {{"command", opts.command}};
-  if (!opts.link.empty()) start["link"] = opts.link;
-  if (const auto job = envVar(env, "SLURM_JOB_ID")) start["slurm_job"] = *job;
-  if (const auto step = envVar(env, "SLURM_STEP_ID")) start["slurm_step"] = *step;
-  events.write("agent_start", start);
-
-  // The stop signals and SIGCHLD arrive on a signalfd; the child gets the
-  // mask and dispositions back before it runs COMMAND.
-  sigset_t mask, old_mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
-  ::sigprocmask(SIG_BLOCK, &mask, &old_mask);
-  const int sfd = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-
-  std::vector<std::string> child_env;
-  EnvMap merged = env;
-  for (const auto& [k, v] : overrides) merged[k] = v;
-  for (const auto& [k, v] : merged) child_env.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (const auto& a : opts.command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : child_env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  const pid_t child = ::fork();
-  if (child < 0) {
-    const int e = errno;
-    err << "faultline agent: fork failed: " << std::strerror(e) << "\n";
-    events.write("agent_exit", {{"exit_code", 3}});
-    return 3;
+  // The stop signals and SIGCHLD arrive on a signalfd; the command gets
+  // default dispositions and an empty mask from the launch stage.
+  void blockStopSignals() {
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGCHLD}) sigaddset(&mask, s);
+    ::sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sfd_ = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   }
-  if (child == 0) {
-    ::setpgid(0, 0);
-    // The CLI ignores SIGPIPE (cli/main.cc); COMMAND gets the default, as
-    // from a shell.
-    ::signal(SIGPIPE, SIG_DFL);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    const int e = errno;
-    const std::string msg = "faultline agent: cannot run " + opts.command[0] + ": " + std::strerror(e) + "\n";
-    (void)!::write(STDERR_FILENO, msg.data(), msg.size());
-    ::_exit(e == EACCES ? 126 : 127);
-  }
-  ::setpgid(child, child);  // also in the parent, so a signal forwarded at once reaches the group
 
-  std::map<pid_t, TrackedRank> ranks;
-  if (slurm_rank) {
-    ranks[child] = {*slurm_rank, false};
-    nlohmann::json f = {{"rank", *slurm_rank}, {"pid", child}};
-    if (slurm_local_rank) f["local_rank"] = *slurm_local_rank;
-    events.write("rank_start", f);
+  // COMMAND in a process group of its own, with the agent's stdio and the
+  // node's variables, through the launch stage (launch::spawnProcess); a
+  // command that cannot run is said on err and ends as a shell's would: the
+  // wait status of exit 127 (not found) or 126 (not runnable).
+  tl::expected<pid_t, int> startCommand() {
+    EnvMap merged = env_;
+    for (const auto& [k, v] : overrides_) merged[k] = v;
+    launch::SpawnSpec spec;
+    spec.argv = opts_.command;
+    for (const auto& [k, v] : merged) spec.env.push_back(k + "=" + v);
+    spec.inherit_stdio = true;
+    auto exe = launch::resolveExecutable(opts_.command[0], envVar(merged, "PATH").value_or("/usr/bin:/bin"));
+    Result<pid_t> pid = exe ? (spec.executable = *exe, launch::spawnProcess(spec, launch::Placement{}))
+                            : Result<pid_t>(tl::unexpected(exe.error()));
+    if (pid) return *pid;
+    err_ << "faultline agent: cannot run " << opts_.command[0] << ": " << pid.error().message << "\n";
+    // As a shell says it: 127 for a command that is not there, 126 for one
+    // that is but cannot be run (not executable, a bad interpreter line).
+    const std::string& cmd = opts_.command[0];
+    const bool there = exe ? pid.error().message.find("No such file") == std::string::npos
+                           : cmd.find('/') != std::string::npos && ::access(cmd.c_str(), F_OK) == 0;
+    return tl::unexpected((there ? 126 : 127) << 8);  // as W_EXITCODE(code, 0)
   }
-  const std::set<std::string> rank_vars = {"RANK", "LOCAL_RANK"};
+
+  void noteSlurmRank() {
+    if (!slurm_rank_) return;
+    ranks_[child_] = {*slurm_rank_, false};
+    nlohmann::json f = {{"rank", *slurm_rank_}, {"pid", child_}};
+    if (slurm_local_rank_) f["local_rank"] = *slurm_local_rank_;
+    events_->write("rank_start", f);
+  }
+
+  // Until the command ends: the link sampled and the ranks below looked for
+  // every kPollMs, the stop signals forwarded to its whole group.
+  int watchUntilExit() {
+    std::optional<int> status;
+    int64_t next_tick = 0;
+    while (!status) {
+      const int64_t now = monotonicMs();
+      if (now >= next_tick) {
+        sampleLink();
+        scanRanks(false);
+        next_tick = now + kPollMs;
+      }
+      pollfd pfd{sfd_, POLLIN, 0};
+      const int timeout = static_cast<int>(std::max<int64_t>(0, next_tick - monotonicMs()));
+      if (sfd_ >= 0) {
+        ::poll(&pfd, 1, timeout);
+      } else {
+        ::usleep(static_cast<useconds_t>(timeout) * 1000);
+      }
+      forwardSignals();
+      int ws = 0;
+      pid_t w;
+      do {
+        w = ::waitpid(child_, &ws, WNOHANG);
+      } while (w < 0 && errno == EINTR);
+      if (w == child_) status = ws;
+      if (w < 0 && errno == ECHILD) status = 0;  // cannot happen: it is ours
+    }
+    return *status;
+  }
+
+  void forwardSignals() {
+    signalfd_siginfo si{};
+    while (sfd_ >= 0 && ::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      const int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) continue;
+      // The whole group, as a terminal's Ctrl-C reaches every process of a job.
+      if (::kill(-child_, sig) != 0) ::kill(child_, sig);
+      events_->write("signal", {{"signal", signalName(sig)}, {"forwarded_to", child_}});
+    }
+  }
+
   // Descendants are found by polling: a rank seen once keeps its pid; a
   // process that has not exec'd yet (no RANK) is read again next time.
-  const auto scanRanks = [&](bool final_pass) {
+  void scanRanks(bool final_pass) {
+    static const std::set<std::string> kRankVars = {"RANK", "LOCAL_RANK"};
     auto procs = scanProcesses();
     std::set<pid_t> alive;
     for (const auto& p : procs) {
       if (p.state != 'Z') alive.insert(p.pid);
     }
-    if (!opts.slurm_task && !final_pass) {
+    if (!opts_.slurm_task && !final_pass) {
       // Only what is below the agent is read further.
       std::map<pid_t, pid_t> parent;
       for (const auto& p : procs) parent[p.pid] = p.ppid;
       std::vector<ProcInfo> below;
       for (auto& p : procs) {
         pid_t up = p.ppid;
-        for (int depth = 0; depth < 4096 && up > 0 && up != self; ++depth) {
+        for (int depth = 0; depth < 4096 && up > 0 && up != self_; ++depth) {
           const auto it = parent.find(up);
           up = it == parent.end() ? 0 : it->second;
         }
-        if (up == self && p.state != 'Z' && readEnviron(p, rank_vars)) below.push_back(p);
-        else if (up == self) below.push_back(p);
+        if (up == self_ && p.state != 'Z' && readEnviron(p, kRankVars)) below.push_back(p);
+        else if (up == self_) below.push_back(p);
       }
-      for (const auto& r : ranksBelow(below, self)) {
-        if (ranks.count(r.pid)) continue;
-        ranks[r.pid] = {r.rank, false};
+      for (const auto& r : ranksBelow(below, self_)) {
+        if (ranks_.count(r.pid)) continue;
+        ranks_[r.pid] = {r.rank, false};
         nlohmann::json f = {{"rank", r.rank}, {"pid", r.pid}};
         if (r.local_rank) f["local_rank"] = *r.local_rank;
-        events.write("rank_start", f);
+        events_->write("rank_start", f);
       }
     }
-    for (auto& [pid, r] : ranks) {
-      if (r.ended || pid == child || alive.count(pid)) continue;
+    for (auto& [pid, r] : ranks_) {
+      if (r.ended || pid == child_ || alive.count(pid)) continue;
       r.ended = true;
-      events.write("rank_exit", {{"rank", r.rank}, {"pid", pid}, {"gone", true}});
+      events_->write("rank_exit", {{"rank", r.rank}, {"pid", pid}, {"gone", true}});
     }
-  };
-
-  std::string link_state;
-  const auto sampleLink = [&] {
-    if (opts.link.empty()) return;
-    const std::string now = readOperstate(opts.link);
-    if (now == link_state) return;
-    nlohmann::json f = {{"ifname", opts.link}, {"state", now}};
-    if (!link_state.empty()) f["previous"] = link_state;
-    events.write("link", f);
-    link_state = now;
-  };
-
-  std::optional<int> child_status;
-  int64_t next_tick = 0;
-  while (!child_status) {
-    const int64_t now = monotonicMs();
-    if (now >= next_tick) {
-      sampleLink();
-      scanRanks(false);
-      next_tick = now + kPollMs;
-    }
-    pollfd pfd{sfd, POLLIN, 0};
-    const int timeout = static_cast<int>(std::max<int64_t>(0, next_tick - monotonicMs()));
-    if (sfd >= 0) {
-      ::poll(&pfd, 1, timeout);
-    } else {
-      ::usleep(static_cast<useconds_t>(timeout) * 1000);
-    }
-    signalfd_siginfo si{};
-    while (sfd >= 0 && ::read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-      const int sig = static_cast<int>(si.ssi_signo);
-      if (sig == SIGCHLD) continue;
-      // The whole group, as a terminal's Ctrl-C reaches every process of a job.
-      if (::kill(-child, sig) != 0) ::kill(child, sig);
-      events.write("signal", {{"signal", signalName(sig)}, {"forwarded_to", child}});
-    }
-    int status = 0;
-    pid_t w;
-    do {
-      w = ::waitpid(child, &status, WNOHANG);
-    } while (w < 0 && errno == EINTR);
-    if (w == child) child_status = status;
-    if (w < 0 && errno == ECHILD) child_status = 0;  // cannot happen: it is ours
   }
 
-  nlohmann::json exit_fields = waitStatusFields(*child_status);
-  if (const auto it = ranks.find(child); it != ranks.end()) {
-    it->second.ended = true;
-    nlohmann::json f = {{"rank", it->second.rank}, {"pid", child}};
-    f.update(exit_fields);
-    events.write("rank_exit", f);
+  void sampleLink() {
+    if (opts_.link.empty()) return;
+    const std::string now = readOperstate(opts_.link);
+    if (now == link_state_) return;
+    nlohmann::json f = {{"ifname", opts_.link}, {"state", now}};
+    if (!link_state_.empty()) f["previous"] = link_state_;
+    events_->write("link", f);
+    link_state_ = now;
   }
-  nlohmann::json cf = {{"pid", child}};
-  cf.update(exit_fields);
-  events.write("child_exit", cf);
-  sampleLink();
-  scanRanks(true);
+
+  // The command's end (and its rank's, under Slurm); then a last look.
+  void recordEnd(int status) {
+    nlohmann::json exit_fields = waitStatusFields(status);
+    if (const auto it = ranks_.find(child_); child_ > 0 && it != ranks_.end()) {
+      it->second.ended = true;
+      nlohmann::json f = {{"rank", it->second.rank}, {"pid", child_}};
+      f.update(exit_fields);
+      events_->write("rank_exit", f);
+    }
+    nlohmann::json cf = {{"pid", child_ > 0 ? nlohmann::json(child_) : nlohmann::json(nullptr)}};
+    cf.update(exit_fields);
+    events_->write("child_exit", cf);
+    sampleLink();
+    scanRanks(true);
+  }
 
   // The node's own teardown proof: what of this run and node is still there.
-  // The child's group got the stop signal with the child; a member still in its
-  // exit path when the child is reaped is not a survivor, so one that is still
-  // there is looked at again until kSurvivorSettleMs have passed.
-  const std::set<std::string> run_vars = {"FAULTLINE_RUN_ID", "FAULTLINE_NODE", "FAULTLINE_AGENT_PID"};
-  const auto scanSurvivors = [&] {
-    std::vector<ProcInfo> readable;
-    for (auto& p : scanProcesses()) {
-      if (p.pid != self && p.state != 'Z' && readEnviron(p, run_vars)) readable.push_back(std::move(p));
+  // The child's group got the stop signal with the child; a member still in
+  // its exit path when the child is reaped is not a survivor, so one that is
+  // still there is looked at again until kSurvivorSettleMs have passed.
+  void recordSurvivors() {
+    static const std::set<std::string> kRunVars = {"FAULTLINE_RUN_ID", "FAULTLINE_NODE", "FAULTLINE_AGENT_PID"};
+    const auto scan = [&] {
+      std::vector<ProcInfo> readable;
+      for (auto& p : scanProcesses()) {
+        if (p.pid != self_ && p.state != 'Z' && readEnviron(p, kRunVars)) readable.push_back(std::move(p));
+      }
+      return survivorsAmong(readable, envVar(env_, "FAULTLINE_RUN_ID"), node_, self_);
+    };
+    const int64_t settle_until = monotonicMs() + kSurvivorSettleMs;
+    std::vector<ProcInfo> left = scan();
+    while (!left.empty() && monotonicMs() < settle_until) {
+      ::usleep(static_cast<useconds_t>(kPollMs) * 1000 / 5);
+      left = scan();
     }
-    return survivorsAmong(readable, envVar(env, "FAULTLINE_RUN_ID"), node, self);
-  };
-  const int64_t settle_until = monotonicMs() + kSurvivorSettleMs;
-  std::vector<ProcInfo> left = scanSurvivors();
-  while (!left.empty() && monotonicMs() < settle_until) {
-    ::usleep(static_cast<useconds_t>(kPollMs) * 1000 / 5);
-    left = scanSurvivors();
+    nlohmann::json survivors = nlohmann::json::array();
+    for (const auto& p : left) survivors.push_back({{"pid", p.pid}, {"cmdline", readCmdline(p.pid)}});
+    events_->write("survivors", {{"processes", survivors}});
   }
-  nlohmann::json survivors = nlohmann::json::array();
-  for (const auto& p : left) survivors.push_back({{"pid", p.pid}, {"cmdline", readCmdline(p.pid)}});
-  events.write("survivors", {{"processes", survivors}});
 
-  const int code = exitStatusFor(*child_status);
-  events.write("agent_exit", {{"exit_code", code}});
-  // The stop signals stay blocked: one still pending (Slurm sends SIGTERM to
-  // every task process) must not turn the child's status into the agent's death.
-  if (sfd >= 0) ::close(sfd);
-  return code;
-}
+  const AgentOptions& opts_;
+  std::ostream& err_;
+  const EnvMap env_;
+  const pid_t self_ = ::getpid();
+  std::string node_, out_;
+  std::vector<std::pair<std::string, std::string>> overrides_;
+  std::optional<int> slurm_rank_, slurm_local_rank_;
+  std::unique_ptr<EventFile> events_;
+  int sfd_ = -1;
+  pid_t child_ = -1;
+  std::map<pid_t, TrackedRank> ranks_;
+  std::string link_state_;
+};
+
+}  // namespace
+
+int runAgent(const AgentOptions& opts, std::ostream& err) { return NodeAgent(opts, err).run(); }
 
 }  // namespace faultline::agent

@@ -195,17 +195,24 @@ Result<PendingSpawn> startSpawn(const SpawnSpec& spec, const Placement& placemen
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  int out_fd = ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // Copies of this process's own stdio, for a child that keeps it (a closed
+  // one becomes /dev/null); the child dups them onto 0, 1 and 2.
+  auto ownStdio = [](int fd, int flags) {
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+    return copy >= 0 ? copy : ::open("/dev/null", flags | O_CLOEXEC);
+  };
+  int out_fd = spec.inherit_stdio ? ownStdio(STDOUT_FILENO, O_WRONLY)
+                                  : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), spec.stdout_path);
-  int err_fd = spec.stderr_path == spec.stdout_path
-                   ? ::dup(out_fd)
-                   : ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int err_fd = spec.inherit_stdio                  ? ownStdio(STDERR_FILENO, O_WRONLY)
+               : spec.stderr_path == spec.stdout_path ? ::dup(out_fd)
+                                                    : ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (err_fd < 0) {
     int e = errno;
     ::close(out_fd);
     return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(e), spec.stderr_path);
   }
-  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int null_fd = spec.inherit_stdio ? ownStdio(STDIN_FILENO, O_RDONLY) : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   int pipe_fds[2];
   if (null_fd < 0 || ::pipe2(pipe_fds, O_CLOEXEC) != 0) {
     int e = errno;

@@ -30,6 +30,9 @@ struct SpawnSpec {
   std::string stdout_path;        // truncated and written directly by the child
   std::string stderr_path;
   std::string cwd;                // empty: inherit
+  // The child keeps this process's stdin, stdout and stderr (the paths above
+  // are not used): a node agent's command, whose output its launcher redirects.
+  bool inherit_stdio = false;
 };
 
 // Returns the pid once the child has exec'd; a child that cannot be placed or

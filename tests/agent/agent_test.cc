@@ -264,5 +264,23 @@ TEST(Agent, ACommandThatCannotRunIs127AndStillRecorded) {
   EXPECT_EQ(ofKind(ev, "child_exit").at(0)["exit_code"], 127);
 }
 
+// Started through the launch stage now (launch::spawnProcess): a command
+// that is there but cannot be run is 126, as from a shell, and recorded too.
+TEST(Agent, ACommandThatIsNotExecutableIs126AndStillRecorded) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  const std::string script = dir / "train.sh";
+  std::ofstream(script) << "#!/bin/sh\nexit 0\n";  // no execute bit
+  const pid_t agent = startAgent({"--out", out, "--node", "n1", "--", script}, {}, dir / "err");
+  ASSERT_GT(agent, 0);
+  const Outcome o = waitChild(agent, kLimit);
+  EXPECT_EQ(o.code(), 126);
+  EXPECT_NE(readFile(dir / "err").find("cannot run " + script), std::string::npos) << readFile(dir / "err");
+  const auto ev = onlyEvents(out, "n1", agent);
+  EXPECT_EQ(ofKind(ev, "child_exit").at(0)["exit_code"], 126);
+  EXPECT_TRUE(ofKind(ev, "child_exit").at(0)["pid"].is_null());
+  EXPECT_EQ(ofKind(ev, "agent_exit").at(0)["exit_code"], 126);
+}
+
 }  // namespace
 }  // namespace faultline::testing
