@@ -173,8 +173,7 @@ Analysis analyse(const RunInput& in) {
   // failing exits answer it for every rank (linear, not pairwise).
   std::optional<std::pair<int64_t, int>> first_fail, second_fail;
   for (const auto& [o, other] : in.ranks) {
-    const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
-    if (!failed || !other.exit_ns) continue;
+    if (!failedExit(other) || !other.exit_ns) continue;
     const std::pair<int64_t, int> x{*other.exit_ns, o};
     if (!first_fail || x < *first_fail) {
       second_fail = first_fail;
@@ -186,8 +185,9 @@ Analysis analyse(const RunInput& in) {
   // Which ranks failed by something other than SIGPIPE: two answer it for all.
   std::vector<int> non_pipe;
   for (const auto& [o, other] : in.ranks) {
-    const bool failed = (other.exit_code && *other.exit_code != 0) || other.signal.has_value();
-    if (failed && other.signal != "SIGPIPE" && !other.killed_by_teardown && non_pipe.size() < 2) non_pipe.push_back(o);
+    if (failedExit(other) && other.signal != "SIGPIPE" && !other.killed_by_teardown && non_pipe.size() < 2) {
+      non_pipe.push_back(o);
+    }
   }
   for (const auto& [r, ri] : in.ranks) {
     const auto& other = first_fail && first_fail->second == r ? second_fail : first_fail;

@@ -18,6 +18,7 @@
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
 #include "harness/os/sys.h"
+#include "harness/probe/fault_spec.h"
 #include "harness/supervise/flight_recorder_request.h"
 #include "harness/supervise/proc_fs.h"
 #include "harness/supervise/terminate.h"
@@ -238,9 +239,7 @@ void WatchLoop::requestStackDumps(const std::function<void()>& meanwhile) {
   }
   auto noteMissing = [&](const std::vector<int>& ranks, const std::string& why) {
     if (ranks.empty()) return;
-    std::string list;
-    for (int r : ranks) list += (list.empty() ? "" : ", ") + std::to_string(r);
-    note(std::string("no stack dump of ") + (ranks.size() == 1 ? "rank " : "ranks ") + list + ": " + why);
+    note(std::string("no stack dump of ") + (ranks.size() == 1 ? "rank " : "ranks ") + probe::rankList(ranks) + ": " + why);
   };
   noteMissing(no_native, "neither eu-stack nor gdb is installed (apt-get install elfutils)");
   noteMissing(no_py_spy, "py-spy is not installed (pip install py-spy; ci/deps puts it in /opt/faultline/tools)");

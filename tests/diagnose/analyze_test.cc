@@ -209,7 +209,7 @@ TEST(Analyze, AHangWithoutStackDumpsSaysWhyThereAreNone) {
   rec.trigger.kind = TriggerKind::kHang;
   rec.trigger.detail = "no output for 5 s";
   rec.notes = {"kill(12, SIGTERM) failed: Operation not permitted",
-               "no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed (apt-get install elfutils)"};
+               "no stack dump of ranks 0,1: neither eu-stack nor gdb is installed (apt-get install elfutils)"};
   in.supervisor = rec;
   addRank(in, 0, std::nullopt, std::string("SIGTERM")).killed_by_teardown = true;
   addRank(in, 1, std::nullopt, std::string("SIGTERM")).killed_by_teardown = true;
@@ -217,7 +217,7 @@ TEST(Analyze, AHangWithoutStackDumpsSaysWhyThereAreNone) {
   ASSERT_TRUE(d.root_cause);
   EXPECT_EQ(d.root_cause->kind, Kind::kTimeout);
   EXPECT_EQ(d.root_cause->summary,
-            "no progress: no output for 5 s; no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed "
+            "no progress: no output for 5 s; no stack dump of ranks 0,1: neither eu-stack nor gdb is installed "
             "(apt-get install elfutils)");
 }
 

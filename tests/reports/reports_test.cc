@@ -220,13 +220,13 @@ TEST(Markdown, WhatTheShimCouldNotObserveIsListed) {
 TEST(Markdown, HarnessNotesAreShownInBothPages) {
   Report r = hostileReport();
   r.extra["harness_notes"] = nlohmann::json::parse(
-      R"(["no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed <x>", 3])");
+      R"(["no stack dump of ranks 0,1: neither eu-stack nor gdb is installed <x>", 3])");
   const std::string md = markdownForRun(r);
-  EXPECT_NE(md.find("| harness | note | no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed &lt;x&gt; |"),
+  EXPECT_NE(md.find("| harness | note | no stack dump of ranks 0,1: neither eu-stack nor gdb is installed &lt;x&gt; |"),
             std::string::npos)
       << md;
   const std::string html = htmlForRun(r);
-  EXPECT_NE(html.find("<ul id=\"harness-notes\"><li>no stack dump of ranks 0, 1: neither eu-stack nor gdb is installed "
+  EXPECT_NE(html.find("<ul id=\"harness-notes\"><li>no stack dump of ranks 0,1: neither eu-stack nor gdb is installed "
                       "&lt;x&gt;</li></ul>"),
             std::string::npos)
       << html;

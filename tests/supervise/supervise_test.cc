@@ -5,7 +5,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -281,6 +283,48 @@ TEST(Supervise, HangOfSilentUninstrumentedRanks) {
   const double hang_after_ms = (run->record.trigger.t_ns - run->record.start_ns) / 1e6;
   EXPECT_GE(hang_after_ms, 950);
   EXPECT_LT(hang_after_ms, testing::scaledMs(10000));
+  EXPECT_TRUE(run->record.teardown.report.clean);
+}
+
+// NAME=VALUE in this process until the end of the scope, then as it was.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// A stuck rank the machine has no dumper for is said, not skipped in
+// silence (the GPU machine had no eu-stack, gdb or py-spy): the diagnosis of
+// a hang without events rests on those dumps.
+TEST(Supervise, AHangWithNoStackDumperSaysWhichRanksHaveNoDump) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=sleep:60"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = true;
+  std::filesystem::create_directories(dir / "empty");
+  ScopedEnv path("PATH", dir / "empty");
+  ScopedEnv opt("FAULTLINE_OPT", dir / "empty");
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kHang);
+  EXPECT_TRUE(run->record.teardown.stack_dumps.empty());
+  const std::string want =
+      "no stack dump of ranks 0,1: neither eu-stack nor gdb is installed (apt-get install elfutils)";
+  EXPECT_NE(std::find(run->notes.begin(), run->notes.end(), want), run->notes.end())
+      << ::testing::PrintToString(run->notes);
   EXPECT_TRUE(run->record.teardown.report.clean);
 }
 
