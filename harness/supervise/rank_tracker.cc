@@ -42,11 +42,20 @@ void RankTracker::stop() {
   scan_timer_.cancel();
 }
 
-// A process forked by one of the run's is the run's, and its parent noted.
-void RankTracker::trackFork(pid_t parent, pid_t child) {
-  if (!run_pids_.count(parent)) return;
-  run_pids_.insert(child);
-  parents_[child] = parent;
+// A process forked by one of the run's is the run's, and its parent noted;
+// one of the run's that ends is told to the sink with what was noted of it.
+ProcEvents::Handlers RankTracker::runProcessHandlers() {
+  ProcEvents::Handlers h;
+  h.on_fork = [this](pid_t parent, pid_t child) {
+    if (!run_pids_.count(parent)) return;
+    run_pids_.insert(child);
+    parents_[child] = parent;
+  };
+  h.on_exit = [this](pid_t pid, int status) {
+    if (!run_pids_.erase(pid)) return;
+    ctx_.sink.processEnded(exitRecord(pid, status, launch::realtimeNs()), ProcessOutcome::fromWaitStatus(status));
+  };
+  return h;
 }
 
 ProcessExit RankTracker::exitRecord(pid_t pid, int wait_status, int64_t t_ns) {
@@ -76,14 +85,9 @@ ProcessExit RankTracker::exitRecord(pid_t pid, int wait_status, int64_t t_ns) {
 // finds or ends a rank.
 void StartedRanks::open() {
   if (!ctx_.allow_proc_connector) return;
-  ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
+  ProcEvents::Handlers h = runProcessHandlers();
   h.on_exec = [this](pid_t pid) {
     if (run_pids_.count(pid) && !ctx_.sink.rankByPid(pid)) cmdlines_[pid] = cmdline(pid);
-  };
-  h.on_exit = [this](pid_t pid, int status) {
-    if (!run_pids_.erase(pid)) return;
-    ctx_.sink.processEnded(exitRecord(pid, status, launch::realtimeNs()), ProcessOutcome::fromWaitStatus(status));
   };
   h.on_overrun = [this] {
     ctx_.sink.note("proc connector overrun: some exits of the ranks' children may be missing");
@@ -101,8 +105,7 @@ void StartedRanks::launched(const std::vector<pid_t>& ranks, std::optional<pid_t
 
 void DescendantRanks::open() {
   if (!ctx_.allow_proc_connector) return;
-  ProcEvents::Handlers h;
-  h.on_fork = [this](pid_t parent, pid_t child) { trackFork(parent, child); };
+  ProcEvents::Handlers h = runProcessHandlers();
   h.on_exec = [this](pid_t pid) {
     if (!run_pids_.count(pid) && joinsAtExec(pid)) run_pids_.insert(pid);
     if (!run_pids_.count(pid)) return;
@@ -112,10 +115,6 @@ void DescendantRanks::open() {
     }
     classified_.erase(pid);  // a new program, maybe with a new environment
     classify(pid);
-  };
-  h.on_exit = [this](pid_t pid, int status) {
-    if (!run_pids_.erase(pid)) return;
-    ctx_.sink.processEnded(exitRecord(pid, status, launch::realtimeNs()), ProcessOutcome::fromWaitStatus(status));
   };
   h.on_overrun = [this] {
     ctx_.sink.note("proc connector overrun: rescanning the process tree");

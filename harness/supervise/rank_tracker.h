@@ -87,9 +87,11 @@ class RankTracker {
   void stop();
 
  protected:
+  // The proc connector's fork and exit handlers every tracker shares: the
+  // run's processes followed, and their ends told to the sink.
+  ProcEvents::Handlers runProcessHandlers();
   // A process of the run ended: its record, with what was noted of it at exec.
   ProcessExit exitRecord(pid_t pid, int wait_status, int64_t t_ns);
-  void trackFork(pid_t parent, pid_t child);
 
   Context ctx_;
   std::unique_ptr<ProcEvents> proc_events_;

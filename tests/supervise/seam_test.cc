@@ -32,6 +32,12 @@ SuperviseOptions threeRanksOneFails(const TempDir& dir) {
   return o;
 }
 
+// The run with SYS in force, and only the run.
+Result<SupervisedRun> superviseWith(FaultySys& sys, const SuperviseOptions& o) {
+  os::ScopedSys scoped(sys);
+  return superviseRun(o);
+}
+
 // The reaper stopped at the first EINTR; a rank whose SIGCHLD was spent on
 // it went unseen until some later exit (or the deadline).
 TEST(WatchLoopSeam, EintrFromWaitpidLosesNoExit) {
@@ -40,10 +46,7 @@ TEST(WatchLoopSeam, EintrFromWaitpidLosesNoExit) {
   FaultySys sys;
   sys.add(FaultySys::Rule(Call::kWaitpid, EINTR, 5));
   const auto o = threeRanksOneFails(dir);
-  Result<SupervisedRun> run = [&] {
-    os::ScopedSys scoped(sys);
-    return superviseRun(o);
-  }();
+  Result<SupervisedRun> run = superviseWith(sys, o);
   ASSERT_TRUE(run) << run.error().str();
   EXPECT_EQ(sys.failed(Call::kWaitpid), 5);
   const auto& rec = run->record;
@@ -66,10 +69,7 @@ TEST(WatchLoopSeam, ARefusedSigtermIsSaidAndTheLadderKills) {
   FaultySys sys;
   sys.add(FaultySys::Rule(Call::kKill, EPERM, -1).onSignal(SIGTERM));
   const auto o = threeRanksOneFails(dir);
-  Result<SupervisedRun> run = [&] {
-    os::ScopedSys scoped(sys);
-    return superviseRun(o);
-  }();
+  Result<SupervisedRun> run = superviseWith(sys, o);
   ASSERT_TRUE(run) << run.error().str();
   EXPECT_GE(sys.failed(Call::kKill), 2);
   const auto& rec = run->record;
@@ -107,10 +107,7 @@ TEST(WatchLoopSeam, ProcUnreadableForWantOfDescriptorsEndsTheRunAsUsual) {
   FaultySys sys;
   sys.add(FaultySys::Rule(Call::kOpen, EMFILE, -1).onPath("/proc/"));
   const auto o = threeRanksOneFails(dir);
-  Result<SupervisedRun> run = [&] {
-    os::ScopedSys scoped(sys);
-    return superviseRun(o);
-  }();
+  Result<SupervisedRun> run = superviseWith(sys, o);
   ASSERT_TRUE(run) << run.error().str();
   EXPECT_GE(sys.failed(Call::kOpen), 1);
   const auto& rec = run->record;
