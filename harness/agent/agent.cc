@@ -240,16 +240,19 @@ class NodeAgent {
     spec.argv = opts_.command;
     for (const auto& [k, v] : merged) spec.env.push_back(k + "=" + v);
     spec.inherit_stdio = true;
-    auto exe = launch::resolveExecutable(opts_.command[0], envVar(merged, "PATH").value_or("/usr/bin:/bin"));
-    Result<pid_t> pid = exe ? (spec.executable = *exe, launch::spawnProcess(spec, launch::Placement{}))
-                            : Result<pid_t>(tl::unexpected(exe.error()));
+    const std::string& cmd = opts_.command[0];
+    Result<pid_t> pid = launch::resolveExecutable(cmd, envVar(merged, "PATH").value_or("/usr/bin:/bin"))
+                            .and_then([&](std::string exe) {
+                              spec.executable = std::move(exe);
+                              return launch::spawnProcess(spec, launch::Placement{});
+                            });
     if (pid) return *pid;
-    err_ << "faultline agent: cannot run " << opts_.command[0] << ": " << pid.error().message << "\n";
+    err_ << "faultline agent: cannot run " << cmd << ": " << pid.error().message << "\n";
     // As a shell says it: 127 for a command that is not there, 126 for one
     // that is but cannot be run (not executable, a bad interpreter line).
-    const std::string& cmd = opts_.command[0];
-    const bool there = exe ? pid.error().message.find("No such file") == std::string::npos
-                           : cmd.find('/') != std::string::npos && ::access(cmd.c_str(), F_OK) == 0;
+    const bool there = spec.executable.empty()
+                           ? cmd.find('/') != std::string::npos && ::access(cmd.c_str(), F_OK) == 0
+                           : pid.error().message.find("No such file") == std::string::npos;
     return tl::unexpected((there ? 126 : 127) << 8);  // as W_EXITCODE(code, 0)
   }
 
