@@ -243,20 +243,20 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
   if (auto v = c.strings(t, "tools", "stack")) {
     for (const std::string& alternatives : *v) {
       std::vector<std::string> any;
-      std::string bad;
+      std::optional<std::string> bad;  // the first name that is no helper ("" too)
       for (size_t start = 0;;) {
         const size_t bar = alternatives.find('|', start);
         std::string name = alternatives.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
-        if (std::find_if(std::begin(kHelperTools), std::end(kHelperTools), [&](const char* h) { return name == h; }) ==
-            std::end(kHelperTools)) {
-          bad = name;
-        }
+        const bool helper =
+            std::find_if(std::begin(kHelperTools), std::end(kHelperTools), [&](const char* h) { return name == h; }) !=
+            std::end(kHelperTools);
+        if (!helper && !bad) bad = name;
         any.push_back(std::move(name));
         if (bar == std::string::npos) break;
         start = bar + 1;
       }
-      if (!bad.empty() || alternatives.empty()) {
-        c.error(t.get("tools")->source(), "stack.tools: unknown tool '" + bad + "' in \"" + alternatives +
+      if (bad) {
+        c.error(t.get("tools")->source(), "stack.tools: unknown tool '" + *bad + "' in \"" + alternatives +
                                               "\", expected eu-stack, gdb or py-spy (alternatives joined by |)");
       } else {
         s.tools.push_back(std::move(any));

@@ -155,6 +155,9 @@ TEST(Scenario, ToolsAreAlternativesOfTheKnownStackDumpers) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntools = [\"eu-stack|lldb\"]\n"),
             "s.toml:3:9: stack.tools: unknown tool 'lldb' in \"eu-stack|lldb\", expected eu-stack, gdb or py-spy "
             "(alternatives joined by |)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntools = [\"eu-stack|\"]\n"),
+            "s.toml:3:9: stack.tools: unknown tool '' in \"eu-stack|\", expected eu-stack, gdb or py-spy "
+            "(alternatives joined by |)");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntools = [\"\"]\n"),
             "s.toml:3:9: stack.tools: unknown tool '' in \"\", expected eu-stack, gdb or py-spy (alternatives joined by |)");
 }
