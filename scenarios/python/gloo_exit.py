@@ -12,13 +12,49 @@ destroy_process_group, so the threads are still there at finalization
 synchronous all_reduce, `tensor._use_count()` is above 1 in about a third of
 the calls on this machine until the worker lets go.
 
+The tensors are not the only such objects. Every backward() stashes a
+contextvars.Context in the autograd thread-local state (torch.autograd.graph
+._engine_run_backward), and the work of each all-reduce DDP's Reducer starts
+during that backward captures the thread-local state, Context included. The
+caller removes the Context from its own thread-local state when backward
+returns, so the Gloo worker's copy is the last one: destroying that finished
+work decrefs the Context on the worker thread, needing the GIL, and aborts
+the same way at finalization (a gdb backtrace on this machine:
+~AsyncAllreduceWork -> ~ThreadLocalState -> SafePyObject decref -> take_gil
+-> pthread_exit, in pt_gloo_runloop, while the main thread runs Py_Finalize).
+
 These trainers are about their own faults, not that one: each hands the
 tensors and modules it ran collectives on to settle() before it exits, which
-waits (releasing the GIL) until no Gloo worker holds them.
+waits (releasing the GIL) until no Gloo worker holds them, nor any Context a
+backward stashed.
 """
+import sys
 import time
 
 import torch
+
+_stashed = []  # every Context torch stashed for a backward, until settle() sees it released
+
+
+def _track_stashed_contexts():
+    """Keep a reference to each object torch stashes in its thread-local state
+    (torch 2.x; 1.x has no _stash_obj_in_tls): settle() waits until the only
+    references left are its own, i.e. no work holds a copy of that state."""
+    stash = getattr(torch._C, "_stash_obj_in_tls", None)
+    if stash is None or getattr(stash, "__gloo_exit__", False):
+        return
+
+    def tracking(key, obj):
+        while _stashed and sys.getrefcount(_stashed[0]) <= 2:
+            del _stashed[0]  # released already: nothing to wait for
+        _stashed.append(obj)
+        return stash(key, obj)
+
+    tracking.__gloo_exit__ = True
+    torch._C._stash_obj_in_tls = tracking
+
+
+_track_stashed_contexts()
 
 
 def _tensors(things):
@@ -35,9 +71,16 @@ def _tensors(things):
 
 def settle(*things, timeout_s=2.0):
     """Wait until no thread but the caller's holds these tensors (tensors,
-    the buffers of modules, or iterables of them). A no-op where torch has no
-    Tensor._use_count (1.x), which also has no such abort."""
+    the buffers of modules, or iterables of them), nor any state a backward
+    stashed. A no-op where torch has no Tensor._use_count (1.x), which also
+    has no such abort."""
     deadline = time.monotonic() + timeout_s
+    # References to a stashed object: _stashed's and getrefcount's argument.
+    while _stashed and time.monotonic() < deadline:
+        if sys.getrefcount(_stashed[-1]) <= 2:
+            _stashed.pop()
+        else:
+            time.sleep(0.001)  # releases the GIL: the worker thread needs it
     for t in _tensors(things):
         if not hasattr(t, "_use_count"):
             return
