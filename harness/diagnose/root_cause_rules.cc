@@ -681,9 +681,10 @@ bool abortedAtExit(const RankState& st) {
 
 constexpr const char* kExitAbortCause =
     "a Gloo worker thread outlived destroy_process_group (DDP keeps the group alive) and let go of a finished "
-    "collective's tensors while the interpreter finalized; taking the GIL then ends the thread, and the unwind "
-    "through a noexcept frame calls std::terminate (torch 2.x; wait until the tensors' use_count() is 1 before "
-    "exiting: docs/TORCH2.md)";
+    "collective's tensors, or of the Python state its work captured during backward(), while the interpreter "
+    "finalized; taking the GIL then ends the thread, and the unwind through a noexcept frame calls "
+    "std::terminate (torch 2.x; before exiting, wait with the GIL released until the workers have let go: "
+    "docs/TORCH2.md)";
 
 }  // namespace
 
@@ -713,10 +714,13 @@ std::optional<Candidate> chooseRootCause(const Analysis& a) {
     if (const Event* f = firstInjectedSyscall(*st.in, st.t_ns)) {
       c->cause.layers.push_back({"error", "injected by faultline: " + injectedSyscall(*f)});
     }
-    if (abortedAtExit(st)) {
-      c->cause.summary += " at exit, after destroy_process_group";
-      c->cause.layers.push_back({"error", kExitAbortCause});
-    }
+  }
+  // torch 2.x's abort at exit, on the rank blamed or on every rank blamed.
+  if (c && !c->cause.ranks.empty() &&
+      std::all_of(c->cause.ranks.begin(), c->cause.ranks.end(),
+                  [&](int r) { return a.states.count(r) && abortedAtExit(a.states.at(r)); })) {
+    c->cause.summary += " at exit, after destroy_process_group";
+    c->cause.layers.push_back({"error", kExitAbortCause});
   }
   return c;
 }

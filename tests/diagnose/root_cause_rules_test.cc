@@ -291,6 +291,38 @@ TEST(RootCauseRules, AnAbortAfterDestroyProcessGroupSaysItWasAtExit) {
   EXPECT_EQ(c->cause.summary.find("at exit"), std::string::npos);
 }
 
+// The same abort on every rank (CI, diagnosis-local-batchnorm on torchrun@2.13):
+// one failure on all ranks, and still at exit.
+TEST(RootCauseRules, AnAbortAtExitOnEveryRankSaysItWasAtExit) {
+  RunInput in;
+  in.world_size = 2;
+  Event destroy;
+  destroy.ev = "pg_destroy";
+  for (int r = 0; r < 2; ++r) {
+    RankInput& aborted = addRank(in, r, std::nullopt, std::string("SIGABRT"), 5'000 + r);
+    aborted.events.events = {startEvent(r), destroy};
+    Evidence e;
+    e.kind = Kind::kCppException;
+    e.type = "std::terminate";
+    e.message = "terminate called without an active exception";
+    e.origin = "stderr";
+    aborted.errors.push_back(e);
+  }
+  auto c = chooseRootCause(analyse(in));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.blame, Blame::kAllRanks);
+  EXPECT_EQ(c->cause.summary,
+            "all 2 ranks: std::terminate: terminate called without an active exception at exit, after "
+            "destroy_process_group");
+  ASSERT_FALSE(c->cause.layers.empty());
+  EXPECT_NE(c->cause.layers.back().text.find("outlived destroy_process_group"), std::string::npos);
+  // One rank that aborted before destroy_process_group: not all at exit.
+  in.ranks[0].events.events = {startEvent(0)};
+  c = chooseRootCause(analyse(in));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.summary.find("at exit"), std::string::npos);
+}
+
 // Issue 18, class 4: two ranks, no majority.
 TEST(RootCauseRules, MismatchBlamesTheSideUnderARankCondition) {
   RunInput in;
