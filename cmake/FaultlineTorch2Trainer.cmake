@@ -34,10 +34,6 @@ set(FAULTLINE_CUDA_TOOLKIT "/usr/local/cuda" CACHE PATH "the CUDA toolkit the CU
 # trainer has no kernels of its own; 9.0 is the H200 of the nightly GPU job.
 set(FAULTLINE_TORCH_CUDA_ARCH_LIST "9.0" CACHE STRING "TORCH_CUDA_ARCH_LIST for the CUDA trainer")
 
-set(fl_opt "/opt/faultline")
-if(DEFINED ENV{FAULTLINE_OPT})
-  set(fl_opt "$ENV{FAULTLINE_OPT}")
-endif()
 
 include(FaultlineTorchLocate)
 

@@ -1,0 +1,78 @@
+"""The fixtures' guard against torch 2.x's abort at exit
+(scenarios/python/gloo_exit.py, docs/TORCH2.md): settle() returns only once
+no Gloo worker holds what a backward stashed in torch's thread-local state.
+
+Run: /opt/faultline/torch-2.13/bin/python3 tests/scenario/gloo_exit_test.py
+(ctest: gloo_exit/2.13; skips, saying why, where torch has no
+_stash_obj_in_tls)."""
+import os
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scenarios", "python"))
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import gloo_exit  # noqa: E402
+
+HAS_STASH = hasattr(torch._C, "_stash_obj_in_tls")
+
+
+@unittest.skipUnless(HAS_STASH, f"torch {torch.__version__} has no _stash_obj_in_tls (1.x: no such abort)")
+class SettleWaitsForStashedState(unittest.TestCase):
+    def setUp(self):
+        gloo_exit._stashed.clear()
+
+    def test_a_copy_held_elsewhere_is_waited_for(self):
+        # Another thread holds a copy of the stashed object, as a Gloo
+        # worker's finished work holds the thread-local state; settle()
+        # returns after that thread let go, not before.
+        obj = object()
+        torch._C._stash_obj_in_tls("faultline_test", obj)
+        torch._C._remove_obj_from_tls("faultline_test")
+        held = [obj]
+        del obj
+        dropped = threading.Event()
+
+        def worker():
+            time.sleep(0.05)  # the worker is still busy when settle() starts
+            held.clear()
+            dropped.set()
+
+        t = threading.Thread(target=worker)
+        t.start()
+        gloo_exit.settle(timeout_s=30)
+        self.assertTrue(dropped.is_set(), "settle() returned while another thread held the stashed object")
+        self.assertEqual(gloo_exit._stashed, [])
+        t.join()
+
+    def test_released_objects_are_not_kept(self):
+        for i in range(100):
+            torch._C._stash_obj_in_tls("faultline_test", object())
+            torch._C._remove_obj_from_tls("faultline_test")
+        self.assertLessEqual(len(gloo_exit._stashed), 1)
+
+    def test_a_ddp_backward_is_settled(self):
+        # The real thing: a one-rank Gloo DDP's backward stashes a Context and
+        # its Reducer's all-reduce captures it.
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        with tempfile.NamedTemporaryFile() as store:
+            dist.init_process_group("gloo", init_method=f"file://{store.name}", rank=0, world_size=1)
+            try:
+                model = DDP(torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8)))
+                for _ in range(3):
+                    model(torch.randn(16, 4)).sum().backward()
+                self.assertTrue(gloo_exit._stashed, "backward stashed nothing: torch changed, gloo_exit needs a look")
+                gloo_exit.settle(model, timeout_s=30)
+                self.assertEqual(gloo_exit._stashed, [])
+            finally:
+                dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    unittest.main()
