@@ -370,6 +370,19 @@ std::string body(const Report& r) {
     }
     o << "</table>\n";
   }
+  if (!r.faults.empty()) {
+    o << "<h2>Faults asked for</h2><table id=\"faults\"><tr><th>fault</th><th>point</th><th>ranks</th><th>by</th>"
+         "<th>struck</th></tr>";
+    for (const auto& f : r.faults) {
+      std::string ranks = f.fault.node.empty() ? "" : "node " + f.fault.node;
+      for (int k : f.fault.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(k);
+      if (ranks.empty()) ranks = "all";
+      o << "<tr><td>" << e(f.fault.rule) << "</td><td>" << e(f.fault.point) << "</td><td>" << e(ranks) << "</td><td>"
+        << e(f.fault.by) << "</td><td class=\"" << (f.struck ? "ok\">yes" : "bad\">not struck: " + e(f.reason))
+        << "</td></tr>";
+    }
+    o << "</table>\n";
+  }
   if (!r.expectations.empty()) {
     o << "<h2>Expectations</h2><table id=\"expectations\"><tr><th></th><th>path</th><th>expected</th><th>actual</th></tr>";
     for (const auto& x : r.expectations) {

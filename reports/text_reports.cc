@@ -193,6 +193,9 @@ std::string headline(const Report& r) {
   if (r.verdict == Verdict::kUnsupported && r.problems.unsupported_reason) {
     return "unsupported: " + *r.problems.unsupported_reason;
   }
+  if (r.problems.fault_not_struck && (r.verdict == Verdict::kError || r.verdict == Verdict::kUnresolved)) {
+    return "fault not struck: " + *r.problems.fault_not_struck;
+  }
   if (r.verdict == Verdict::kError && r.problems.harness_error) {
     return "harness error: " + *r.problems.harness_error;
   }
@@ -239,6 +242,19 @@ std::string markdownForRun(const Report& r) {
       o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << markdownCell(f.severity) << " | "
         << markdownCell(f.summary) << " | " << markdownCell(f.evidence) << " | "
         << markdownCell(std::string(findingFix(f.kind))) << " |\n";
+    }
+    o << "\n";
+  }
+  if (!r.faults.empty()) {
+    o << "### Faults asked for\n\n| fault | point | ranks | by | struck |\n|---|---|---|---|---|\n";
+    for (const auto& f : r.faults) {
+      o << "| " << markdownCell(f.fault.rule) << " | " << markdownCell(f.fault.point) << " | "
+        << (f.fault.node.empty() ? (f.fault.ranks.empty() ? std::string("all") : rankList(f.fault.ranks))
+                                 : "node " + markdownCell(f.fault.node))
+        << " | " << markdownCell(f.fault.by) << " | "
+        << (f.struck ? "yes" + (f.struck_ranks.empty() ? std::string() : " (ranks " + rankList(f.struck_ranks) + ")")
+                     : "**no**: " + markdownCell(f.reason))
+        << " |\n";
     }
     o << "\n";
   }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "harness/diagnose/diagnose.h"
+#include "harness/diagnose/fault_outcomes.h"
 #include "harness/diagnose/findings.h"
 #include "harness/diagnose/instruments.h"
 #include "harness/diagnose/report_text.h"
@@ -91,6 +92,10 @@ void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
   }
   report.nodes = d.nodes;
   report.findings = d.findings;
+  report.faults = d.faults;
+  if (const std::string missed = diagnose::faultsNotStruck(d.faults); !missed.empty()) {
+    report.problems.fault_not_struck = missed;
+  }
   if (!d.unchecked.empty()) report.extra["unchecked_findings"] = diagnose::uncheckedJson(d.unchecked);
   if (!d.instruments.empty()) {
     json& instruments = report.extra["instruments"];
@@ -184,6 +189,12 @@ Report assembleReport(const RunValues& v, const RunContext& ctx) {
   if (ctx.expect) {
     report.expectations = judge::judgeAll(*ctx.expect, toJson(report));
     if (!interrupted) report.verdict = judge::scenarioVerdict(report.expectations, report);
+  }
+  // A fault asked for and not struck: the run is not the one asked for, so
+  // nothing it showed is a pass or a clean run. exec: the harness failed
+  // (error); a scenario: its expectations could not be judged (unresolved).
+  if (report.problems.fault_not_struck && !interrupted) {
+    report.verdict = ctx.expect ? Verdict::kUnresolved : Verdict::kError;
   }
   return report;
 }

@@ -7,6 +7,7 @@
 #include "harness/assemble/assemble.h"
 #include "harness/cli/observe.h"
 #include "harness/launch/run_layout.h"
+#include "harness/launch/stack_plan.h"
 #include "harness/model/run_layout.h"
 #include "harness/probe/fault_spec.h"
 #include "reports/render.h"
@@ -67,6 +68,7 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
       err << "faultline exec: --fault " << text << ": " << layer.error() << "\n";
       return 2;
     }
+    so.requested_faults.push_back(launch::requestedFault(*spec, *layer));
     if (*layer == probe::FaultLayer::kSupervisor) {
       so.outside_faults.push_back(*spec);
     } else {
@@ -106,6 +108,7 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   out << "faultline: " << verdictName(report.verdict) << " (" << report.ranks.size() << " rank(s), teardown "
       << (report.teardown.clean ? "clean" : "not clean") << ", " << report.extra.value("containment", "") << ") -> "
       << layout.reportPath() << "\n";
+  if (report.problems.fault_not_struck) out << "fault not struck: " << *report.problems.fault_not_struck << "\n";
   if (report.root_cause) {
     out << "root cause: " << report.root_cause->summary << "\n";
   } else if (report.extra.contains("trigger") && report.extra["trigger"].value("kind", "none") != "none") {

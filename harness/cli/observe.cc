@@ -46,6 +46,7 @@ Result<SupervisorRecord> superviseStack(const supervise::SuperviseOptions& so, s
   rec.interrupted = run->interrupted;
   rec.instruments = RunInstruments{so.launch.instruments.python_shim_dir, so.launch.instruments.preload_library};
   rec.library_paths = so.library_paths;
+  rec.faults = so.requested_faults;
   if (auto w = writeSupervisorRecord(rec, RunLayout(so.out_dir).supervisorPath()); !w) {
     err << "faultline: " << w.error().str() << "\n";
   }

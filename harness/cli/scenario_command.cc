@@ -149,6 +149,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     supervise::SuperviseOptions so;
     so.launch = plan.launch;
     so.outside_faults = plan.outside_faults;
+    so.requested_faults = plan.requested_faults;
     so.out_dir = run_dir;
     so.hang_timeout_s = s.limits.hang_timeout_s;
     so.deadline_s = s.limits.deadline_s;

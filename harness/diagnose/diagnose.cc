@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/diagnose/analyze.h"
+#include "harness/diagnose/fault_outcomes.h"
 #include "harness/diagnose/report_text.h"
 #include "harness/diagnose/run_input.h"
 #include "harness/diagnose/text.h"
@@ -38,6 +39,8 @@ Result<Diagnosis> diagnoseRun(const std::string& run_dir) {
     // as data so a catalog can say whether the stack named the right rank.
     if (in.launcher) d.launcher_blamed_rank = in.launcher->claimed_root_rank;
     d.findings = findFindings(in);
+    // The faults the run asked for: each struck, or why not.
+    d.faults = faultOutcomes(in);
     // Findings that could not be looked for: unknown, not absent.
     d.unchecked = findUnchecked(in, d.findings);
     // Which shim patches applied on each rank: what "no event" means on that rank.

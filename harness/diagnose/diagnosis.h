@@ -35,6 +35,7 @@ struct Diagnosis {
   std::vector<Span> spans;              // steps and collectives per rank (spans.h)
   int64_t spans_dropped = 0;
   std::vector<Finding> findings;
+  std::vector<FaultOutcome> faults;             // each requested fault, struck or not (fault_outcomes.h)
   std::vector<UncheckedFinding> unchecked;      // finding kinds that could not be looked for
   std::map<int, RankInstruments> instruments;   // ranks that wrote `instrument` events
   std::map<int, std::string> stack_dumps;       // rank -> the last 64 KiB of ranks/R/stacks.txt

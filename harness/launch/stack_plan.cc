@@ -153,10 +153,15 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   if (s.fault && !s.fault->kind.empty()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
     // command trainer the Python shim or the probe strikes it, read from FAULTLINE_FAULT.
+    const probe::FaultSpec spec = s.fault->toSpec();
+    const probe::FaultLayer own = reference ? probe::FaultLayer::kReferenceTrainer : probe::inRankLayer(false, trainer);
     if (s.fault->by == "supervisor") {
-      plan.outside_faults.push_back(s.fault->toSpec());
-    } else if (!reference) {
-      l.env["FAULTLINE_FAULT"] = s.fault->spec();
+      plan.outside_faults.push_back(spec);
+      plan.requested_faults.push_back(requestedFault(spec, probe::FaultLayer::kSupervisor));
+    } else {
+      if (!reference) l.env["FAULTLINE_FAULT"] = s.fault->spec();
+      auto layer = probe::chooseLayer(spec, own);
+      plan.requested_faults.push_back(requestedFault(spec, layer ? *layer : own));
     }
   }
   l.instruments = tools.instruments;
@@ -183,6 +188,22 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
   return plan;
+}
+
+RequestedFault requestedFault(const probe::FaultSpec& spec, probe::FaultLayer layer) {
+  RequestedFault f;
+  f.rule = spec.text();
+  f.kind = std::string(probe::faultKindName(spec.kind));
+  f.point = spec.point();
+  f.ranks = spec.ranks;
+  f.node = spec.node;
+  switch (layer) {
+    case probe::FaultLayer::kReferenceTrainer: f.by = "reference_trainer"; break;
+    case probe::FaultLayer::kShim: f.by = "shim"; break;
+    case probe::FaultLayer::kProbe: f.by = "probe"; break;
+    case probe::FaultLayer::kSupervisor: f.by = "supervisor"; break;
+  }
+  return f;
 }
 
 int countGpus(const std::string& dev_dir) {

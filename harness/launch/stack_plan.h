@@ -13,6 +13,7 @@
 #include "harness/launch/elastic_launcher.h"
 #include "harness/launch/launcher.h"
 #include "harness/launch/torch_installs.h"
+#include "harness/model/report.h"
 #include "harness/scenario/scenario.h"
 
 namespace faultline::launch {
@@ -35,8 +36,13 @@ struct StackPlan {
   LaunchOptions launch;           // what to start
   // Faults the supervisor strikes from outside the ranks ([fault] by = "supervisor").
   std::vector<probe::FaultSpec> outside_faults;
+  // Every fault the scenario asks for, whoever strikes it (supervisor.json's `faults`).
+  std::vector<RequestedFault> requested_faults;
   std::optional<std::string> unsupported;  // set: do not run, report unsupported with this reason
 };
+
+// A fault a run asks for, struck by `layer`, as supervisor.json records it.
+RequestedFault requestedFault(const probe::FaultSpec& spec, probe::FaultLayer layer);
 
 // `stack` empty: the scenario's own launcher. A stack without a version
 // ("torchrun") takes the newest torch installed; the stack's torch gives the

@@ -154,10 +154,12 @@ json toJson(const RootCause& rc) {
 // The problems' keys in report.json, each beside its field.
 template <class P>
 auto problemFields(P& p) {
-  return std::array<std::pair<const char*, decltype(&p.harness_error)>, 4>{{{"harness_error", &p.harness_error},
-                                                                          {"unsupported_reason", &p.unsupported_reason},
-                                                                          {"bad_input", &p.bad_input},
-                                                                          {"diagnose_error", &p.diagnose_error}}};
+  return std::array<std::pair<const char*, decltype(&p.harness_error)>, 5>{
+      {{"harness_error", &p.harness_error},
+       {"unsupported_reason", &p.unsupported_reason},
+       {"bad_input", &p.bad_input},
+       {"diagnose_error", &p.diagnose_error},
+       {"fault_not_struck", &p.fault_not_struck}}};
 }
 
 // Reading: a small cursor that remembers the path, so an error names the field.
@@ -351,6 +353,8 @@ json toJson(const Report& r) {
                         {"summary", f.summary},
                         {"evidence", f.evidence}});
   }
+  json faults = json::array();
+  for (const auto& f : r.faults) faults.push_back(toJson(f));
   json survivors = json::array();
   for (const auto& s : r.teardown.survivors) survivors.push_back({{"pid", s.pid}, {"cmdline", s.cmdline}});
   json expectations = json::array();
@@ -391,6 +395,7 @@ json toJson(const Report& r) {
   out["ranks"] = ranks;
   if (!nodes.empty()) out["nodes"] = nodes;
   out["findings"] = findings;
+  if (!faults.empty()) out["faults"] = faults;
   out["teardown"] = {{"clean", r.teardown.clean},
                      {"duration_ms", r.teardown.duration_ms},
                      {"escalation", escalationName(r.teardown.escalation)},
@@ -409,10 +414,51 @@ json toJson(const Report& r) {
   return out;
 }
 
+json toJson(const RequestedFault& f) {
+  json j = {{"rule", f.rule}, {"kind", f.kind}, {"point", f.point}, {"by", f.by}};
+  j["ranks"] = f.ranks.empty() ? json("all") : json(f.ranks);
+  if (!f.node.empty()) j["node"] = f.node;
+  return j;
+}
+
+Result<RequestedFault> requestedFaultFromJson(const json& j, const std::string& path) {
+  Reader r(j, path);
+  RequestedFault f;
+  r.get("rule", f.rule);
+  r.get("kind", f.kind);
+  r.get("point", f.point, false);
+  r.get("by", f.by, false);
+  r.get("node", f.node, false);
+  if (const json* ranks = r.field("ranks", false); ranks && ranks->is_array()) r.get("ranks", f.ranks);
+  if (r.error()) return tl::unexpected(*r.error());
+  return f;
+}
+
+json toJson(const FaultOutcome& o) {
+  json j = toJson(o.fault);
+  j["struck"] = o.struck;
+  j["struck_ranks"] = o.struck_ranks;
+  if (!o.reason.empty()) j["reason"] = o.reason;
+  return j;
+}
+
+Result<FaultOutcome> faultOutcomeFromJson(const json& j, const std::string& path) {
+  FaultOutcome o;
+  auto f = requestedFaultFromJson(j, path);
+  if (!f) return tl::unexpected(f.error());
+  o.fault = std::move(*f);
+  Reader r(j, path);
+  r.get("struck", o.struck);
+  r.get("struck_ranks", o.struck_ranks, false);
+  r.get("reason", o.reason, false);
+  if (r.error()) return tl::unexpected(*r.error());
+  return o;
+}
+
 const std::vector<std::string>& reportKeys() {
   static const std::vector<std::string> kKeys = [] {
     std::vector<std::string> keys = {"schema",   "scenario",     "stack",   "launcher", "root_cause", "ranks",
-                                     "nodes",    "findings",     "teardown", "expectations", "verdict", "timeline",
+                                     "nodes",    "findings",     "faults",   "teardown", "expectations", "verdict", "timeline",
                                      "spans",    "spans_dropped", "harness"};
     RunProblems p;
     for (const auto& [key, value] : problemFields(p)) keys.push_back(key);
@@ -596,6 +642,13 @@ Result<Report> reportFromJson(const json& j) {
     }
   }
   top.get("spans_dropped", r.spans_dropped, false);
+  if (const json* fs = top.field("faults", false); fs && fs->is_array()) {
+    for (const auto& f : *fs) {
+      auto o = faultOutcomeFromJson(f, "report.faults[]");
+      if (!o) return tl::unexpected(o.error());
+      r.faults.push_back(std::move(*o));
+    }
+  }
   if (const json* h = top.field("harness", false); h && !h->is_null()) {
     Reader hr(*h, "report.harness");
     hr.get("version", r.harness.version);

@@ -223,6 +223,25 @@ struct HarnessInfo {
   int64_t wall_ms = 0;
 };
 
+// A fault the run was asked to strike (`--fault`, a scenario's [fault]), as
+// supervisor.json records it.
+struct RequestedFault {
+  std::string rule;        // its FAULTLINE_FAULT form, "sigkill:rank=1:step=3"
+  std::string kind;        // sigkill, hung_collective, node_loss, ...
+  std::string point;       // "step 3", "collective #5", "allreduce call 2", "2.5 s after start", "rendezvous"
+  std::vector<int> ranks;  // the ranks it aims at; empty: every rank
+  std::string node;        // a node fault: the node ("n2")
+  std::string by;          // the layer that strikes it: reference_trainer | shim | probe | supervisor
+};
+
+// Whether a requested fault was struck (diagnose/fault_outcomes.h): report.json's `faults`.
+struct FaultOutcome {
+  RequestedFault fault;
+  bool struck = false;
+  std::vector<int> struck_ranks;  // the aimed ranks with a `fault` event of it (a node fault: the node's)
+  std::string reason;             // not struck: why, "no rank reached step 9 (rank 1's last step was 4)"
+};
+
 // What kept a run from being judged as it ran: the facts that decide its
 // verdict when it could not happen, did not apply, or was not diagnosed.
 // report.json keeps each under its own top-level key (CONTRACT.md section 3).
@@ -231,6 +250,9 @@ struct RunProblems {
   std::optional<std::string> unsupported_reason;  // verdict unsupported: why the scenario does not apply here
   std::optional<std::string> bad_input;           // verdict unresolved: the scenario file, with file:line:col
   std::optional<std::string> diagnose_error;      // the diagnosis failed: unresolved, never a pass
+  // A requested fault was not struck: `exec` error, a scenario unresolved;
+  // never a clean run or a pass with the fault silently missing.
+  std::optional<std::string> fault_not_struck;
 };
 
 struct Report {
@@ -241,6 +263,7 @@ struct Report {
   std::vector<RankReport> ranks;
   std::vector<NodeReport> nodes;  // multi-node only; empty (and absent) on one node
   std::vector<Finding> findings;
+  std::vector<FaultOutcome> faults;  // every requested fault and whether it was struck; empty (absent): none asked
   TeardownReport teardown;
   std::vector<Expectation> expectations;
   Verdict verdict = Verdict::kIncomplete;
@@ -260,6 +283,12 @@ struct Report {
 const std::vector<std::string>& reportKeys();
 
 nlohmann::json toJson(const Report& r);
+// A requested fault as supervisor.json and report.json's `faults` hold it
+// ("ranks": [int] or "all"); errors name the field.
+nlohmann::json toJson(const RequestedFault& f);
+Result<RequestedFault> requestedFaultFromJson(const nlohmann::json& j, const std::string& path);
+nlohmann::json toJson(const FaultOutcome& o);
+Result<FaultOutcome> faultOutcomeFromJson(const nlohmann::json& j, const std::string& path);
 // Reads a report; names the field that is missing or of the wrong type.
 Result<Report> reportFromJson(const nlohmann::json& j);
 Result<Report> readReport(const std::string& path);

@@ -154,6 +154,11 @@ json toJson(const SupervisorRecord& r) {
   out["notes"] = r.notes;
   out["interrupted"] = r.interrupted;
   if (!r.library_paths.empty()) out["library_paths"] = r.library_paths;
+  if (!r.faults.empty()) {
+    json faults = json::array();
+    for (const RequestedFault& f : r.faults) faults.push_back(toJson(f));
+    out["faults"] = std::move(faults);
+  }
   return out;
 }
 
@@ -268,6 +273,13 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
       for (const auto& p : array(j, "library_paths", "$")) {
         if (!p.is_string()) throw FieldError{"$.library_paths", "not a string"};
         r.library_paths.push_back(p.get<std::string>());
+      }
+    }
+    if (j.contains("faults")) {
+      for (const auto& f : array(j, "faults", "$")) {
+        auto fault = requestedFaultFromJson(f, "$.faults[]");
+        if (!fault) return tl::unexpected(fault.error());
+        r.faults.push_back(std::move(*fault));
       }
     }
   } catch (const FieldError& e) {

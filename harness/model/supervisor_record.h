@@ -129,6 +129,9 @@ struct SupervisorRecord {
   // Path prefixes the run counts as library code beside the built-in policy
   // (`[diagnose] library_paths`, `--library-path`; docs/DIAGNOSIS.md section 8).
   std::vector<std::string> library_paths;
+  // The faults the run was asked to strike (optional in the file): the
+  // diagnosis checks each was struck (diagnose/fault_outcomes.h).
+  std::vector<RequestedFault> faults;
 };
 
 nlohmann::json toJson(const SupervisorRecord& r);

@@ -45,6 +45,9 @@ struct SuperviseOptions {
   // Absolute path prefixes counted as library code (cli::addLibraryPaths); the
   // record keeps them for the diagnosis.
   std::vector<std::string> library_paths;
+  // Every fault the run asks for, whoever strikes it: the record keeps them
+  // for the diagnosis to check each was struck.
+  std::vector<RequestedFault> requested_faults;
   // Written to OUT/report.json as soon as the previous run's files are gone,
   // before anything starts, for the real report to replace: what a reader
   // finds when the harness dies first (SIGKILL, the OOM killer, a crash), so

@@ -262,5 +262,78 @@ TEST(FaultCli, AFaultNoLayerCanStrikeIsBadUsage) {
   }
 }
 
+// A fault asked for and never struck is an error, never a clean run: each
+// layer's fault aimed past the trainer's last step, and the report says which
+// fault, at which point, and why (docs/CONTRACT.md, `faults`).
+void expectNotStruck(const std::string& out, const std::string& log, int rc, const std::string& rule,
+                     const std::string& why) {
+  EXPECT_EQ(rc, 3) << log;  // verdict error
+  EXPECT_NE(log.find("fault not struck: " + rule), std::string::npos) << log;
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_EQ(report->verdict, Verdict::kError);
+  ASSERT_TRUE(report->problems.fault_not_struck) << readFile(out + "/report.json");
+  EXPECT_NE(report->problems.fault_not_struck->find(why), std::string::npos) << *report->problems.fault_not_struck;
+  ASSERT_EQ(report->faults.size(), 1u);
+  EXPECT_EQ(report->faults[0].fault.rule, rule);
+  EXPECT_FALSE(report->faults[0].struck);
+  EXPECT_TRUE(report->teardown.clean);
+  for (const char* file : {"/report.md", "/report.html"}) {
+    EXPECT_NE(readFile(out + file).find("not struck"), std::string::npos) << file;
+  }
+}
+
+TEST(FaultCli, AShimFaultPastTheLastStepIsAnErrorSayingHowFarTheRanksGot) {
+  const auto pythons = torchPythons();
+  ASSERT_FALSE(pythons.empty());
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "20", "--deadline", "120", "-o", out, "--fault",
+                               "sigkill:rank=1:step=50", "--", pythons.back(), plainTrainer(), "--steps", "4"},
+                              dir / "log");
+  expectNotStruck(out, readFile(dir / "log"), rc, "sigkill:rank=1:step=50",
+                  "no aimed rank reached step 50 (rank 1 last reached step 4)");
+}
+
+TEST(FaultCli, ASupervisorFaultPastTheLastStepIsAnError) {
+  const auto pythons = torchPythons();
+  ASSERT_FALSE(pythons.empty());
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "20", "--deadline", "120", "-o", out, "--fault",
+                               "sigterm:rank=0:step=40:by=supervisor", "--", pythons.back(), plainTrainer(), "--steps",
+                               "3"},
+                              dir / "log");
+  expectNotStruck(out, readFile(dir / "log"), rc, "sigterm:rank=0:step=40", "no aimed rank reached step 40");
+}
+
+TEST(FaultCli, AProbeFaultPastTheLastStepIsAnError) {
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "20", "--fault", "segfault:rank=1:step=30"}, "3");
+  expectNotStruck(r.out, r.log, r.rc, "segfault:rank=1:step=30", "no aimed rank reached step 30");
+}
+
+// A struck fault is recorded as struck, on the rank that struck it.
+TEST(FaultCli, AStruckFaultIsRecordedWithItsRank) {
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "20", "--fault", "sigkill:rank=1:step=3"});
+  EXPECT_EQ(r.rc, 1) << r.log;
+  ASSERT_TRUE(r.report) << r.log;
+  EXPECT_FALSE(r.report->problems.fault_not_struck);
+  ASSERT_EQ(r.report->faults.size(), 1u);
+  EXPECT_TRUE(r.report->faults[0].struck);
+  EXPECT_EQ(r.report->faults[0].struck_ranks, std::vector<int>{1});
+  EXPECT_EQ(r.report->faults[0].fault.by, "probe");
+  auto rec = readSupervisorRecord(r.out + "/supervisor.json");
+  ASSERT_TRUE(rec) << rec.error().str();
+  ASSERT_EQ(rec->faults.size(), 1u);
+  EXPECT_EQ(rec->faults[0].rule, "sigkill:rank=1:step=3");
+  EXPECT_EQ(rec->faults[0].point, "step 3");
+}
+
 }  // namespace
 }  // namespace faultline

@@ -1,0 +1,170 @@
+// faultOutcomes: each requested fault against the `fault` events of the ranks
+// and nodes it aims at.
+#include "harness/diagnose/fault_outcomes.h"
+
+#include <algorithm>
+#include <charconv>
+#include <optional>
+#include <string>
+
+#include "harness/diagnose/rank_list.h"
+
+namespace faultline::diagnose {
+namespace {
+
+// "step 9" -> 9; "collective #5" -> 5; else nullopt.
+std::optional<int64_t> pointNumber(const std::string& point, std::string_view prefix) {
+  if (point.rfind(prefix, 0) != 0) return std::nullopt;
+  int64_t n = 0;
+  const char* b = point.data() + prefix.size();
+  const char* e = point.data() + point.size();
+  auto [p, ec] = std::from_chars(b, e, n);
+  if (ec != std::errc() || p != e) return std::nullopt;
+  return n;
+}
+
+// "2.5 s after start" -> 2.5.
+std::optional<double> pointSeconds(const std::string& point) {
+  const std::string suffix = " s after start";
+  if (point.size() <= suffix.size() || point.compare(point.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return std::nullopt;
+  }
+  try {
+    return std::stod(point.substr(0, point.size() - suffix.size()));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// The same fault: its kind, and its rule where the event names one (the
+// reference trainer's events name only the kind). A rule that differs
+// still matches when it is the only fault of that kind asked for.
+bool sameFault(const std::string& kind, const std::string& rule, const RequestedFault& f, bool only_of_kind) {
+  if (kind != f.kind) return false;
+  return rule.empty() || rule == f.rule || only_of_kind;
+}
+
+int64_t lastStep(const RankInput& r) {
+  int64_t m = -1;
+  for (const Event& e : r.events.events) {
+    if (e.ev == "step_begin" || e.ev == "step_end") m = std::max(m, e.step);
+  }
+  return m;
+}
+
+int64_t collectivesEntered(const RankInput& r) {
+  int64_t n = 0;
+  for (const Event& e : r.events.events) n += e.ev == "collective_begin";
+  return n;
+}
+
+std::string per(const std::vector<int>& ranks, const std::vector<int64_t>& values, const std::string& what) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    out += (i ? ", " : "") + std::string("rank ") + std::to_string(ranks[i]) + " " + what + " " +
+           (values[i] < 0 ? std::string("none") : std::to_string(values[i]));
+  }
+  return out;
+}
+
+// Why a fault aimed at `aimed` (the ranks found of them in `found`) was not struck.
+std::string whyNotStruck(const RunInput& in, const RequestedFault& f, const std::vector<int>& aimed,
+                         const std::vector<int>& found) {
+  std::vector<int> missing;
+  for (int r : aimed) {
+    if (std::find(found.begin(), found.end(), r) == found.end()) missing.push_back(r);
+  }
+  std::string why;
+  if (!missing.empty()) {
+    why = (missing.size() == 1 ? "rank " : "ranks ") + joinRanks(missing) +
+          (missing.size() == 1 ? " was never found" : " were never found");
+    if (found.empty()) return why + " (the run found " + std::to_string(in.ranks.size()) + " rank(s))";
+    why += "; ";
+  }
+  if (!f.node.empty() && !in.nodes.count(f.node)) return why + "node " + f.node + " has no record of the run";
+  if (auto step = pointNumber(f.point, "step ")) {
+    std::vector<int64_t> last;
+    for (int r : found) last.push_back(lastStep(in.ranks.at(r)));
+    if (std::all_of(last.begin(), last.end(), [&](int64_t s) { return s < *step; })) {
+      if (std::all_of(last.begin(), last.end(), [](int64_t s) { return s < 0; })) {
+        return why + "no aimed rank recorded a step, so none reached step " + std::to_string(*step) +
+               " (no step events: the trainer's loop was not seen, or it ended first)";
+      }
+      return why + "no aimed rank reached step " + std::to_string(*step) + " (" + per(found, last, "last reached step") +
+             ")";
+    }
+  } else if (auto k = pointNumber(f.point, "collective #")) {
+    std::vector<int64_t> n;
+    for (int r : found) n.push_back(collectivesEntered(in.ranks.at(r)));
+    if (std::all_of(n.begin(), n.end(), [&](int64_t c) { return c <= *k; })) {
+      return why + "no aimed rank reached collective #" + std::to_string(*k) + " (" +
+             per(found, n, "entered collectives:") + ")";
+    }
+  } else if (auto t = pointSeconds(f.point); t && in.supervisor && in.supervisor->end_ns > in.supervisor->start_ns) {
+    const double ran_s = static_cast<double>(in.supervisor->end_ns - in.supervisor->start_ns) / 1e9;
+    if (ran_s < *t) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f", ran_s);
+      return why + "the run ended " + buf + " s after start, before the fault's time";
+    }
+  }
+  const std::string who = f.node.empty() ? (found.size() == 1 ? "rank " : "ranks ") + joinRanks(found) : "node " + f.node;
+  return why + who + " reached " + f.point + ", and no `fault` event says " + (f.by.empty() ? "its layer" : f.by) +
+         " struck it there (a patch that did not apply, or a point it does not see)";
+}
+
+}  // namespace
+
+std::vector<FaultOutcome> faultOutcomes(const RunInput& in) {
+  std::vector<FaultOutcome> out;
+  if (!in.supervisor) return out;
+  const auto& asked = in.supervisor->faults;
+  for (const RequestedFault& f : asked) {
+    const bool only_of_kind =
+        std::count_if(asked.begin(), asked.end(), [&](const RequestedFault& g) { return g.kind == f.kind; }) == 1;
+    FaultOutcome o;
+    o.fault = f;
+    std::vector<int> aimed = f.ranks;
+    if (aimed.empty()) {
+      const int world = std::max<int>(in.world_size, static_cast<int>(in.ranks.size()));
+      for (int r = 0; r < world; ++r) aimed.push_back(r);
+    }
+    std::vector<int> found;
+    for (int r : aimed) {
+      auto it = in.ranks.find(r);
+      if (it == in.ranks.end() || !it->second.started) continue;
+      found.push_back(r);
+      for (const Event& e : it->second.events.events) {
+        if (e.ev == "fault" && sameFault(e.kind, e.rule, f, only_of_kind)) {
+          o.struck_ranks.push_back(r);
+          break;
+        }
+      }
+    }
+    if (!f.node.empty()) {
+      if (auto n = in.nodes.find(f.node); n != in.nodes.end()) {
+        for (const NodeEvent& e : n->second.faults) {
+          if (sameFault(e.kind, e.rule, f, only_of_kind)) {
+            o.struck = true;
+            break;
+          }
+        }
+      }
+    }
+    o.struck = o.struck || !o.struck_ranks.empty();
+    if (!o.struck) o.reason = whyNotStruck(in, f, aimed, found);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+std::string faultsNotStruck(const std::vector<FaultOutcome>& outcomes) {
+  std::string out;
+  for (const FaultOutcome& o : outcomes) {
+    if (o.struck) continue;
+    out += (out.empty() ? "" : "; ") + o.fault.rule + " (" + o.fault.point + ") was not struck: " + o.reason;
+  }
+  return out;
+}
+
+}  // namespace faultline::diagnose
