@@ -134,12 +134,14 @@ std::vector<FaultOutcome> faultOutcomes(const RunInput& in) {
       auto it = in.ranks.find(r);
       if (it == in.ranks.end() || !it->second.started) continue;
       found.push_back(r);
-      for (const Event& e : it->second.events.events) {
-        if (e.ev == "fault" && sameFault(e.kind, e.rule, f, only_of_kind)) {
-          o.struck_ranks.push_back(r);
-          break;
-        }
-      }
+      const RankInput& ri = it->second;
+      const bool in_events = std::any_of(ri.events.events.begin(), ri.events.events.end(), [&](const Event& e) {
+        return e.ev == "fault" && sameFault(e.kind, e.rule, f, only_of_kind);
+      });
+      // Without the probe's events, the reference trainer's own announcement.
+      const bool announced = std::any_of(ri.announced_faults.begin(), ri.announced_faults.end(),
+                                         [&](const std::string& kind) { return sameFault(kind, "", f, only_of_kind); });
+      if (in_events || announced) o.struck_ranks.push_back(r);
     }
     if (!f.node.empty()) {
       if (auto n = in.nodes.find(f.node); n != in.nodes.end()) {

@@ -174,6 +174,20 @@ RankLog scanRankLog(std::string_view text) {
       }
     }
   }
+  // The reference trainer's fault announcements (reference-trainer/faults.cc).
+  static constexpr std::string_view kAnnounce = "] injecting fault ";
+  for (size_t pos = 0; pos < text.size();) {
+    const void* p = memmem(text.data() + pos, text.size() - pos, kAnnounce.data(), kAnnounce.size());
+    if (!p) break;
+    const size_t at = static_cast<size_t>(static_cast<const char*>(p) - text.data()) + kAnnounce.size();
+    size_t end = at;
+    while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
+    const size_t line_start = text.rfind('\n', at) == std::string_view::npos ? 0 : text.rfind('\n', at) + 1;
+    if (end > at && text.substr(line_start, at - line_start).find("[faultline-trainer rank ") != std::string_view::npos) {
+      out.announced_faults.emplace_back(text.substr(at, end - at));
+    }
+    pos = end;
+  }
   std::sort(hit_lines.begin(), hit_lines.end());
   hit_lines.erase(std::unique(hit_lines.begin(), hit_lines.end()), hit_lines.end());
   for (size_t i : hit_lines) {

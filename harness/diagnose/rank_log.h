@@ -17,6 +17,10 @@ struct RankLog {
   // before program exit, which can leak resources" (ProcessGroupNCCL's
   // destructor, on local rank 0 of a node; Gloo prints none), prefixes removed.
   std::string pg_not_destroyed;
+  // The faults the reference trainer announced on its stderr ("[faultline-trainer
+  // rank 1] injecting fault hung_collective at step 3"): their kinds, in order.
+  // The evidence a fault was struck in a run without the probe's events.
+  std::vector<std::string> announced_faults;
 };
 
 RankLog scanRankLog(std::string_view text);

@@ -68,6 +68,7 @@ void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
   }
   for (StackThread& t : log.stacks) r.stacks.push_back(std::move(t));
   if (r.pg_not_destroyed.empty()) r.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
+  r.announced_faults.insert(r.announced_faults.end(), log.announced_faults.begin(), log.announced_faults.end());
   if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(*text, 4096));
 }
 
@@ -433,6 +434,7 @@ RunInput loadRun(const std::string& dir) {
         }
         for (StackThread& t : log.stacks) ri.stacks.push_back(std::move(t));
         if (ri.pg_not_destroyed.empty()) ri.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
+        ri.announced_faults.insert(ri.announced_faults.end(), log.announced_faults.begin(), log.announced_faults.end());
         if (ri.stderr_tail.empty()) ri.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
       }
     }

@@ -41,6 +41,7 @@ struct RankInput {
   EventLog events;
   std::string stderr_tail;
   std::string pg_not_destroyed;  // torch 2.x's warning line, when the rank printed it
+  std::vector<std::string> announced_faults;  // kinds the reference trainer said on stderr it struck (rank_log.h)
   std::vector<std::string> sources;  // which files were read, for the diagnosis text
   bool flight_recorder = false;      // its collectives are torch's Flight Recorder's (flight_recorder.h), not the shim's
   // Multi-node: the node that ran it (its agent's rank_start) and that node's

@@ -33,6 +33,8 @@ const json& reportShape() {
     "nodes": [{"name": null, "host": null, "ranks": [null], "lost": null, "link_down_ns": null,
                "survivors": [{"pid": null, "cmdline": null}], "agent_exit_code": null}],
     "findings": [{"kind": null, "ranks": [null], "severity": null, "summary": null, "evidence": null}],
+    "faults": [{"rule": null, "kind": null, "point": null, "ranks": [null], "node": null, "by": null, "struck": null,
+                "struck_ranks": [null], "reason": null}],
     "teardown": {"clean": null, "duration_ms": null, "escalation": null, "by": null,
                  "survivors": [{"pid": null, "cmdline": null}], "leaks": [null]},
     "trigger": {"kind": null, "rank": null, "detail": null},
@@ -42,7 +44,8 @@ const json& reportShape() {
                "dtype": null}],
     "spans_dropped": null,
     "harness": {"version": null, "wall_ms": null},
-    "harness_error": null, "unsupported_reason": null, "bad_input": null, "diagnose_error": null
+    "harness_error": null, "unsupported_reason": null, "bad_input": null, "diagnose_error": null,
+    "fault_not_struck": null
   })");
   return shape;
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/diagnose/rank_log.h"
 #include "tests/diagnose/event_builder.h"
 
 namespace faultline::diagnose {
@@ -131,6 +132,26 @@ TEST(FaultOutcomes, ANodeFaultIsStruckByTheSupervisorsNodeRecord) {
   strike.kind = "node_loss";
   in.nodes["n2"].faults.push_back(strike);
   EXPECT_TRUE(faultOutcomes(in)[0].struck);
+}
+
+// The reference trainer without the probe (--no-probe): no events, only its
+// own announcement on stderr, as the rank log scanner finds it.
+TEST(FaultOutcomes, AnUninstrumentedReferenceTrainersAnnouncementIsEvidence) {
+  RunInput in;
+  in.supervisor = SupervisorRecord{};
+  addRank(in, 0, std::nullopt);
+  addRank(in, 1, std::nullopt);
+  in.supervisor->faults = {asked("hung_collective:rank=1:step=3", "hung_collective", "step 3", {1}, "reference_trainer")};
+  EXPECT_FALSE(faultOutcomes(in)[0].struck);
+  const RankLog log = scanRankLog(
+      "step 2 loss 0.1\n[faultline-trainer rank 1] injecting fault hung_collective at step 3\nsome other line\n");
+  EXPECT_EQ(log.announced_faults, std::vector<std::string>{"hung_collective"});
+  in.ranks[1].announced_faults = log.announced_faults;
+  const auto out = faultOutcomes(in);
+  EXPECT_TRUE(out[0].struck);
+  EXPECT_EQ(out[0].struck_ranks, std::vector<int>{1});
+  // A line of the user's that merely says so is not the trainer's.
+  EXPECT_TRUE(scanRankLog("[my-trainer] injecting fault sigkill at step 1\n").announced_faults.empty());
 }
 
 TEST(FaultOutcomes, NoFaultsAskedNothingToSay) {
