@@ -166,12 +166,26 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto pid = intAfter(t, "(pid: ")) pe.pid = *pid;
       log.failed_pids.push_back(pe);
     }
+    // The signal named last on the line: "SIGTERM", "SIGKILL" (torch 1.13 prints "Signals.SIGTERM").
+    const auto sentSignal = [&](std::string_view after) {
+      const size_t at = t.find(after);
+      std::string name(at == std::string_view::npos ? std::string_view() : t.substr(at + after.size()));
+      while (!name.empty() && (name.back() == ' ' || name.back() == '\r')) name.pop_back();
+      if (const size_t dot = name.rfind('.'); dot != std::string::npos) name = name.substr(dot + 1);
+      return name;
+    };
     if (contains(t, "Sending process ") && contains(t, "closing signal")) {
-      if (auto pid = intAfter(t, "Sending process ")) log.sigterm_pids.push_back(*pid);
+      if (auto pid = intAfter(t, "Sending process ")) {
+        log.sigterm_pids.push_back(*pid);
+        log.signals_sent[*pid].insert(sentSignal("closing signal "));
+      }
     }
     // torch 2.x's spawn: "W1201 ... spawn.py:165] Terminating process 12557 via signal SIGTERM".
     if (contains(t, "Terminating process ") && contains(t, " via signal ")) {
-      if (auto pid = intAfter(t, "Terminating process ")) log.sigterm_pids.push_back(*pid);
+      if (auto pid = intAfter(t, "Terminating process ")) {
+        log.sigterm_pids.push_back(*pid);
+        log.signals_sent[*pid].insert(sentSignal(" via signal "));
+      }
     }
     // "launch.py:207: FutureWarning: The module torch.distributed.launch is deprecated".
     if (const size_t w = t.find(": FutureWarning: ");

@@ -4,7 +4,9 @@
 // Used as the outer layer only: its "Root Cause" choice is never trusted.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +57,10 @@ struct LauncherLog {
   };
   std::vector<PidExit> failed_pids;
   std::vector<int> sigterm_pids;  // also torch 2.x spawn's "Terminating process P via signal SIGTERM"
+  // The signal each of those lines named, by pid ("SIGTERM", then "SIGKILL"
+  // when the launcher escalated): a rank that died of another one (its own
+  // SIGKILL, a SIGABRT) was already dead when the launcher signalled it.
+  std::map<int, std::set<std::string>> signals_sent;
   // The launcher's own warnings worth a note ("FutureWarning: The module
   // torch.distributed.launch is deprecated", torch 2.x).
   std::vector<std::string> warnings;

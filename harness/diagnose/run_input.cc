@@ -514,8 +514,11 @@ RunInput loadRun(const std::string& dir) {
           ri.exit_known = true;
         }
       }
-      for (int pid : in.launcher->sigterm_pids) {
-        if (pid == *ri.pid) ri.killed_by_teardown = true;
+      // The launcher's signal ended the rank unless the rank is known to
+      // have died of another one first (torchrun signals every worker of a
+      // failed job, a dead one it has not reaped yet too).
+      if (auto sent = in.launcher->signals_sent.find(*ri.pid); sent != in.launcher->signals_sent.end()) {
+        if (!ri.signal || sent->second.count(*ri.signal) || sent->second.count("")) ri.killed_by_teardown = true;
       }
     }
   }

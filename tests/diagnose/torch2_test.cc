@@ -84,6 +84,7 @@ TEST(Torch2LauncherLog, ChildFailedErrorEntriesAreIndexedNotRanked) {
   EXPECT_EQ(log.failed_pids[0].local_rank, 1);
   EXPECT_EQ(log.failed_pids[0].exit_code, 1);
   EXPECT_EQ(log.sigterm_pids, std::vector<int>{27148});
+  EXPECT_EQ(log.signals_sent.at(27148), std::set<std::string>{"SIGTERM"});
   // "[default0]:[rank0]: Traceback ..." lines are the ranks', not the launcher's.
   EXPECT_TRUE(log.unattributed.empty());
 }
@@ -130,6 +131,7 @@ TEST(Torch2LauncherLog, SpawnRaisedAndExited) {
   EXPECT_EQ(raised.wrapper->shortType(), "ProcessRaisedException");
   // 2.x's spawn says whom it terminates: "spawn.py:165] Terminating process 27392 via signal SIGTERM".
   EXPECT_EQ(raised.sigterm_pids, std::vector<int>{27392});
+  EXPECT_EQ(raised.signals_sent.at(27392), std::set<std::string>{"SIGTERM"});
 
   LauncherLog exited = parseLauncherLog(readFile(fixture("spawn213_noinst_segfault/launcher/stderr")));
   EXPECT_EQ(exited.spawn_rank, 1);
