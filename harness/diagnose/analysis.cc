@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 
 #include "harness/diagnose/earlier_failure.h"
 #include "harness/diagnose/instruments.h"
@@ -72,6 +73,25 @@ std::string exitText(const RankInput& r) {
   if (r.killed_by_teardown) return "stopped by the launcher's teardown";
   return "exit status unknown";
 }
+
+namespace {
+
+// "struck by faultline's scripted fault (sigkill at step 3)" when the rank's
+// events say a fault of faultline's sent it `signal`.
+std::optional<std::string> scriptedSignal(const RankInput& r, const std::string& signal) {
+  static const std::map<std::string, std::string> kSignalOf = {
+      {"sigkill", "SIGKILL"}, {"sigterm", "SIGTERM"}, {"segfault", "SIGSEGV"}, {"abort", "SIGABRT"}};
+  for (const Event& e : r.events.events) {
+    if (e.ev != "fault") continue;
+    auto it = kSignalOf.find(e.kind);
+    if (it == kSignalOf.end() || it->second != signal) continue;
+    return "struck by faultline's scripted fault (" + e.kind + (e.step >= 0 ? " at step " + std::to_string(e.step) : "") +
+           ")";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, PeerFailures peers) {
   RankState st;
@@ -148,6 +168,8 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     if (isTeardownSignal(r.signal) && *r.signal != "SIGKILL") {
       st.evidence.note = "sent by no teardown on record, before any began (another process, an operator or the rank itself)";
     }
+    // A scripted fault of faultline's that sends this very signal is the truth.
+    if (auto struck = scriptedSignal(r, *r.signal)) st.evidence.note = *struck;
   } else {
     st.evidence.kind = Kind::kExitCode;
     st.evidence.exit_code = r.exit_code;
