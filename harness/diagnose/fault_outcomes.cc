@@ -82,6 +82,17 @@ std::string whyNotStruck(const RunInput& in, const RequestedFault& f, const std:
     why += "; ";
   }
   if (!f.node.empty() && !in.nodes.count(f.node)) return why + "node " + f.node + " has no record of the run";
+  // The layer that strikes a rank fault writes its `fault` event to the
+  // rank's own events, as the shim, the probe and the supervisor all do: a
+  // rank with none at all has nothing to show it was struck.
+  if (f.node.empty() && std::all_of(found.begin(), found.end(), [&](int r) {
+        const RankInput& ri = in.ranks.at(r);  // (events read from a Flight Recorder dump are torch's)
+        return (ri.events.events.empty() || ri.flight_recorder) && ri.announced_faults.empty();
+      })) {
+    return why + (found.size() == 1 ? "rank " : "ranks ") + joinRanks(found) +
+           " wrote no events at all (no shim or probe in it, or its events file is gone), so nothing shows it was "
+           "struck";
+  }
   if (auto step = pointNumber(f.point, "step ")) {
     std::vector<int64_t> last;
     for (int r : found) last.push_back(lastStep(in.ranks.at(r)));

@@ -154,6 +154,19 @@ TEST(FaultOutcomes, AnUninstrumentedReferenceTrainersAnnouncementIsEvidence) {
   EXPECT_TRUE(scanRankLog("[my-trainer] injecting fault sigkill at step 1\n").announced_faults.empty());
 }
 
+// The striking layer records in the rank's events: none at all is no evidence.
+TEST(FaultOutcomes, ARankWithNoEventsAtAllShowsNoStrike) {
+  RunInput in;
+  in.supervisor = SupervisorRecord{};
+  addRank(in, 0, std::nullopt, std::string("SIGTERM"));
+  addRank(in, 1, std::nullopt, std::string("SIGTERM"));
+  in.supervisor->faults = {asked("hung_collective:rank=1:step=3", "hung_collective", "step 3", {1})};
+  const auto out = faultOutcomes(in);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].struck);
+  EXPECT_NE(out[0].reason.find("rank 1 wrote no events at all"), std::string::npos) << out[0].reason;
+}
+
 TEST(FaultOutcomes, NoFaultsAskedNothingToSay) {
   RunInput in = twoRanks(2);
   EXPECT_TRUE(faultOutcomes(in).empty());
