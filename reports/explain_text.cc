@@ -20,6 +20,10 @@ std::string explainText(const Report& r, const std::string& run_dir) {
   }
   for (const auto& k : r.ranks) out << "  rank " << k.rank << ": " << roleName(k.role) << " - " << k.diagnosis << "\n";
   for (const auto& f : r.findings) out << "finding: " << kindName(f.kind) << ": " << f.summary << "\n";
+  for (const auto& f : r.faults) {
+    out << "fault: " << f.fault.rule << " (" << f.fault.point << "): "
+        << (f.struck ? "struck" : "NOT struck: " + f.reason) << "\n";
+  }
   out << "teardown: " << (r.teardown.clean ? "clean" : "not clean") << " (" << escalationName(r.teardown.escalation)
       << ", " << r.teardown.duration_ms << " ms)\n";
   return out.str();
