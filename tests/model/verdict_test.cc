@@ -112,5 +112,41 @@ TEST(SupervisorRecordJson, TimelineNotesInterruptionAndInstrumentsRoundTrip) {
   EXPECT_FALSE(older->instruments);
 }
 
+// The faults a run asked for: kept in supervisor.json for the diagnosis, and
+// in report.json with whether each was struck; a wrong type names its field.
+TEST(SupervisorRecordJson, RequestedFaultsRoundTrip) {
+  SupervisorRecord rec;
+  RequestedFault f{"sigkill:rank=1:step=3", "sigkill", "step 3", {1}, "", "shim"};
+  RequestedFault node{"node_loss:node=n2:step=2", "node_loss", "step 2", {}, "n2", "supervisor"};
+  rec.faults = {f, node};
+  const nlohmann::json j = toJson(rec);
+  EXPECT_EQ(j["faults"][1]["ranks"], "all");
+  auto back = supervisorRecordFromJson(j);
+  ASSERT_TRUE(back) << back.error().str();
+  ASSERT_EQ(back->faults.size(), 2u);
+  EXPECT_EQ(back->faults[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(back->faults[0].by, "shim");
+  EXPECT_TRUE(back->faults[1].ranks.empty());
+  EXPECT_EQ(back->faults[1].node, "n2");
+  nlohmann::json bad = j;
+  bad["faults"][0]["rule"] = 7;
+  auto err = supervisorRecordFromJson(bad);
+  ASSERT_FALSE(err);
+  EXPECT_NE(err.error().str().find("faults[].rule"), std::string::npos) << err.error().str();
+
+  Report r;
+  FaultOutcome o;
+  o.fault = f;
+  o.reason = "no aimed rank reached step 3 (rank 1 last reached step 2)";
+  r.faults = {o};
+  r.problems.fault_not_struck = "sigkill:rank=1:step=3 (step 3) was not struck: " + o.reason;
+  auto again = reportFromJson(toJson(r));
+  ASSERT_TRUE(again) << again.error().str();
+  ASSERT_EQ(again->faults.size(), 1u);
+  EXPECT_FALSE(again->faults[0].struck);
+  EXPECT_EQ(again->faults[0].reason, o.reason);
+  EXPECT_EQ(again->problems.fault_not_struck, r.problems.fault_not_struck);
+}
+
 }  // namespace
 }  // namespace faultline
