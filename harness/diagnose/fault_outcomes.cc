@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "harness/diagnose/rank_list.h"
 
@@ -82,6 +85,7 @@ std::string whyNotStruck(const RunInput& in, const RequestedFault& f, const std:
     why += "; ";
   }
   if (!f.node.empty() && !in.nodes.count(f.node)) return why + "node " + f.node + " has no record of the run";
+  if (found.empty()) return why + "no rank of the run was ever found";
   // The layer that strikes a rank fault writes its `fault` event to the
   // rank's own events, as the shim, the probe and the supervisor all do: a
   // rank with none at all has nothing to show it was struck.

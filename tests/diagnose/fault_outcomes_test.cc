@@ -167,6 +167,18 @@ TEST(FaultOutcomes, ARankWithNoEventsAtAllShowsNoStrike) {
   EXPECT_NE(out[0].reason.find("rank 1 wrote no events at all"), std::string::npos) << out[0].reason;
 }
 
+// An external launcher whose ranks were never found (a framework faultline
+// does not know): a fault for every rank cannot have been struck.
+TEST(FaultOutcomes, NoRankFoundAtAllIsSaid) {
+  RunInput in;
+  in.supervisor = SupervisorRecord{};
+  in.supervisor->faults = {asked("exception:rank=all:step=2", "exception", "step 2", {})};
+  const auto out = faultOutcomes(in);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(out[0].struck);
+  EXPECT_EQ(out[0].reason, "no rank of the run was ever found");
+}
+
 TEST(FaultOutcomes, NoFaultsAskedNothingToSay) {
   RunInput in = twoRanks(2);
   EXPECT_TRUE(faultOutcomes(in).empty());
