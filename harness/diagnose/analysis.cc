@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 
 #include "harness/diagnose/earlier_failure.h"
 #include "harness/diagnose/instruments.h"
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
+#include "harness/model/outcome.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::diagnose {
 namespace {
@@ -79,12 +80,11 @@ namespace {
 // "struck by faultline's scripted fault (sigkill at step 3)" when the rank's
 // events say a fault of faultline's sent it `signal`.
 std::optional<std::string> scriptedSignal(const RankInput& r, const std::string& signal) {
-  static const std::map<std::string, std::string> kSignalOf = {
-      {"sigkill", "SIGKILL"}, {"sigterm", "SIGTERM"}, {"segfault", "SIGSEGV"}, {"abort", "SIGABRT"}};
   for (const Event& e : r.events.events) {
     if (e.ev != "fault") continue;
-    auto it = kSignalOf.find(e.kind);
-    if (it == kSignalOf.end() || it->second != signal) continue;
+    const auto kind = probe::faultKindFromName(e.kind);
+    const int sent = kind ? probe::faultSignal(*kind) : 0;
+    if (sent == 0 || signalName(sent) != signal) continue;
     return "struck by faultline's scripted fault (" + e.kind + (e.step >= 0 ? " at step " + std::to_string(e.step) : "") +
            ")";
   }

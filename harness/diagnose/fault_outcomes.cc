@@ -3,41 +3,15 @@
 #include "harness/diagnose/fault_outcomes.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
-#include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "harness/diagnose/rank_list.h"
+#include "harness/probe/fault_spec.h"
 
 namespace faultline::diagnose {
 namespace {
-
-// "step 9" -> 9; "collective #5" -> 5; else nullopt.
-std::optional<int64_t> pointNumber(const std::string& point, std::string_view prefix) {
-  if (point.rfind(prefix, 0) != 0) return std::nullopt;
-  int64_t n = 0;
-  const char* b = point.data() + prefix.size();
-  const char* e = point.data() + point.size();
-  auto [p, ec] = std::from_chars(b, e, n);
-  if (ec != std::errc() || p != e) return std::nullopt;
-  return n;
-}
-
-// "2.5 s after start" -> 2.5.
-std::optional<double> pointSeconds(const std::string& point) {
-  const std::string suffix = " s after start";
-  if (point.size() <= suffix.size() || point.compare(point.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return std::nullopt;
-  }
-  try {
-    return std::stod(point.substr(0, point.size() - suffix.size()));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
 
 // The same fault: its kind, and its rule where the event names one (the
 // reference trainer's events name only the kind). A rule that differs
@@ -97,27 +71,31 @@ std::string whyNotStruck(const RunInput& in, const RequestedFault& f, const std:
            " wrote no events at all (no shim or probe in it, or its events file is gone), so nothing shows it was "
            "struck";
   }
-  if (auto step = pointNumber(f.point, "step ")) {
+  // The point, as the fault's own parser reads its rule.
+  const auto spec = probe::parseFaultSpec(f.rule);
+  if (spec && spec->atStep()) {
+    const int64_t step = spec->step;
     std::vector<int64_t> last;
     for (int r : found) last.push_back(lastStep(in.ranks.at(r)));
-    if (std::all_of(last.begin(), last.end(), [&](int64_t s) { return s < *step; })) {
+    if (std::all_of(last.begin(), last.end(), [&](int64_t s) { return s < step; })) {
       if (std::all_of(last.begin(), last.end(), [](int64_t s) { return s < 0; })) {
-        return why + "no aimed rank recorded a step, so none reached step " + std::to_string(*step) +
+        return why + "no aimed rank recorded a step, so none reached step " + std::to_string(step) +
                " (no step events: the trainer's loop was not seen, or it ended first)";
       }
-      return why + "no aimed rank reached step " + std::to_string(*step) + " (" + per(found, last, "last reached step") +
+      return why + "no aimed rank reached step " + std::to_string(step) + " (" + per(found, last, "last reached step") +
              ")";
     }
-  } else if (auto k = pointNumber(f.point, "collective #")) {
+  } else if (spec && spec->collective) {
+    const int64_t k = *spec->collective;
     std::vector<int64_t> n;
     for (int r : found) n.push_back(collectivesEntered(in.ranks.at(r)));
-    if (std::all_of(n.begin(), n.end(), [&](int64_t c) { return c <= *k; })) {
-      return why + "no aimed rank reached collective #" + std::to_string(*k) + " (" +
+    if (std::all_of(n.begin(), n.end(), [&](int64_t c) { return c <= k; })) {
+      return why + "no aimed rank reached collective #" + std::to_string(k) + " (" +
              per(found, n, "entered collectives:") + ")";
     }
-  } else if (auto t = pointSeconds(f.point); t && in.supervisor && in.supervisor->end_ns > in.supervisor->start_ns) {
+  } else if (spec && spec->after_s && in.supervisor && in.supervisor->end_ns > in.supervisor->start_ns) {
     const double ran_s = static_cast<double>(in.supervisor->end_ns - in.supervisor->start_ns) / 1e9;
-    if (ran_s < *t) {
+    if (ran_s < *spec->after_s) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f", ran_s);
       return why + "the run ended " + buf + " s after start, before the fault's time";

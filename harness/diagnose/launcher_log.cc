@@ -175,17 +175,11 @@ LauncherLog parseLauncherLog(std::string_view text) {
       return name;
     };
     if (contains(t, "Sending process ") && contains(t, "closing signal")) {
-      if (auto pid = intAfter(t, "Sending process ")) {
-        log.sigterm_pids.push_back(*pid);
-        log.signals_sent[*pid].insert(sentSignal("closing signal "));
-      }
+      if (auto pid = intAfter(t, "Sending process ")) log.signals_sent[*pid].insert(sentSignal("closing signal "));
     }
     // torch 2.x's spawn: "W1201 ... spawn.py:165] Terminating process 12557 via signal SIGTERM".
     if (contains(t, "Terminating process ") && contains(t, " via signal ")) {
-      if (auto pid = intAfter(t, "Terminating process ")) {
-        log.sigterm_pids.push_back(*pid);
-        log.signals_sent[*pid].insert(sentSignal(" via signal "));
-      }
+      if (auto pid = intAfter(t, "Terminating process ")) log.signals_sent[*pid].insert(sentSignal(" via signal "));
     }
     // "launch.py:207: FutureWarning: The module torch.distributed.launch is deprecated".
     if (const size_t w = t.find(": FutureWarning: ");

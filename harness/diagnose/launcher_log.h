@@ -56,9 +56,9 @@ struct LauncherLog {
     std::optional<int> exit_code;
   };
   std::vector<PidExit> failed_pids;
-  std::vector<int> sigterm_pids;  // also torch 2.x spawn's "Terminating process P via signal SIGTERM"
-  // The signal each of those lines named, by pid ("SIGTERM", then "SIGKILL"
-  // when the launcher escalated): a rank that died of another one (its own
+  // By pid, the signals those lines named (also torch 2.x spawn's
+  // "Terminating process P via signal SIGTERM"): "SIGTERM", then "SIGKILL"
+  // when the launcher escalated. A rank that died of another one (its own
   // SIGKILL, a SIGABRT) was already dead when the launcher signalled it.
   std::map<int, std::set<std::string>> signals_sent;
   // The launcher's own warnings worth a note ("FutureWarning: The module

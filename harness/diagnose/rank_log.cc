@@ -182,7 +182,8 @@ RankLog scanRankLog(std::string_view text) {
     const size_t at = static_cast<size_t>(static_cast<const char*>(p) - text.data()) + kAnnounce.size();
     size_t end = at;
     while (end < text.size() && text[end] != ' ' && text[end] != '\n') ++end;
-    const size_t line_start = text.rfind('\n', at) == std::string_view::npos ? 0 : text.rfind('\n', at) + 1;
+    const size_t nl = text.rfind('\n', at);
+    const size_t line_start = nl == std::string_view::npos ? 0 : nl + 1;
     if (end > at && text.substr(line_start, at - line_start).find("[faultline-trainer rank ") != std::string_view::npos) {
       out.announced_faults.emplace_back(text.substr(at, end - at));
     }

@@ -55,21 +55,26 @@ fs::path lastAttemptDir(const fs::path& logs) {
   return best;
 }
 
-void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
-  // Failures are reported on stderr; stdout gets a shorter look (2>&1 setups).
-  auto text = readTail(p.string(), is_stderr ? kMaxLogBytes : kMaxLogBytes / 4);
-  if (!text || text->empty()) return;
+// What a rank's output (`text`, read from `origin`) says, added to the rank.
+void addRankOutput(RankInput& r, std::string_view text, const std::string& origin, bool is_stderr) {
   r.started = true;
-  r.sources.push_back(p.filename().string());
-  RankLog log = scanRankLog(*text);
+  RankLog log = scanRankLog(text);
   for (Evidence& e : log.errors) {
-    e.origin = p.filename().string();
+    e.origin = origin;
     r.errors.push_back(std::move(e));
   }
   for (StackThread& t : log.stacks) r.stacks.push_back(std::move(t));
   if (r.pg_not_destroyed.empty()) r.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
   r.announced_faults.insert(r.announced_faults.end(), log.announced_faults.begin(), log.announced_faults.end());
-  if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(*text, 4096));
+  if (is_stderr && r.stderr_tail.empty()) r.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
+}
+
+void addLog(RankInput& r, const fs::path& p, bool is_stderr) {
+  // Failures are reported on stderr; stdout gets a shorter look (2>&1 setups).
+  auto text = readTail(p.string(), is_stderr ? kMaxLogBytes : kMaxLogBytes / 4);
+  if (!text || text->empty()) return;
+  r.sources.push_back(p.filename().string());
+  addRankOutput(r, *text, p.filename().string(), is_stderr);
 }
 
 void addErrorFile(RankInput& r, const fs::path& p) {
@@ -424,19 +429,7 @@ RunInput loadRun(const std::string& dir) {
       for (std::string_view l : splitLines(*lerr)) {
         if (auto p = splitRankPrefix(l)) demuxed[p->rank].append(p->text).push_back('\n');
       }
-      for (auto& [r, text] : demuxed) {
-        RankInput& ri = rankAt(r);
-        ri.started = true;
-        RankLog log = scanRankLog(text);
-        for (Evidence& e : log.errors) {
-          e.origin = "launcher/stderr";
-          ri.errors.push_back(std::move(e));
-        }
-        for (StackThread& t : log.stacks) ri.stacks.push_back(std::move(t));
-        if (ri.pg_not_destroyed.empty()) ri.pg_not_destroyed = sanitizeUtf8(log.pg_not_destroyed);
-        ri.announced_faults.insert(ri.announced_faults.end(), log.announced_faults.begin(), log.announced_faults.end());
-        if (ri.stderr_tail.empty()) ri.stderr_tail = sanitizeUtf8(tailOf(text, 4096));
-      }
+      for (auto& [r, text] : demuxed) addRankOutput(rankAt(r), text, "launcher/stderr", true);
     }
     if (L.spawn_rank) {
       RankInput& ri = rankAt(*L.spawn_rank);

@@ -153,15 +153,15 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   if (s.fault && !s.fault->kind.empty()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
     // command trainer the Python shim or the probe strikes it, read from FAULTLINE_FAULT.
+    // The parser resolved `by` to the layer that strikes it (scenario.cc, chooseFaultLayer).
     const probe::FaultSpec spec = s.fault->toSpec();
-    const probe::FaultLayer own = reference ? probe::FaultLayer::kReferenceTrainer : probe::inRankLayer(false, trainer);
-    if (s.fault->by == "supervisor") {
+    const probe::FaultLayer layer =
+        s.fault->by == "supervisor" ? probe::FaultLayer::kSupervisor : probe::inRankLayer(reference, trainer);
+    plan.requested_faults.push_back(requestedFault(spec, layer));
+    if (layer == probe::FaultLayer::kSupervisor) {
       plan.outside_faults.push_back(spec);
-      plan.requested_faults.push_back(requestedFault(spec, probe::FaultLayer::kSupervisor));
-    } else {
-      if (!reference) l.env["FAULTLINE_FAULT"] = s.fault->spec();
-      auto layer = probe::chooseLayer(spec, own);
-      plan.requested_faults.push_back(requestedFault(spec, layer ? *layer : own));
+    } else if (!reference) {
+      l.env["FAULTLINE_FAULT"] = s.fault->spec();
     }
   }
   l.instruments = tools.instruments;

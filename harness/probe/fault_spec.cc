@@ -5,6 +5,7 @@
 #include <array>
 #include <cctype>
 #include <charconv>
+#include <csignal>
 #include <cstdio>
 #include <iterator>
 #include <utility>
@@ -77,6 +78,18 @@ bool isNumber(const std::string& s) {
 }  // namespace
 
 bool isNodeFault(FaultKind k) { return contains(kNodeKinds, k); }
+
+int faultSignal(FaultKind k) {
+  switch (k) {
+    case FaultKind::kSigkill: return SIGKILL;
+    case FaultKind::kSegfault: return SIGSEGV;
+    case FaultKind::kAbort: return SIGABRT;
+    case FaultKind::kSigterm: return SIGTERM;
+    case FaultKind::kSigstop:
+    case FaultKind::kFreeze: return SIGSTOP;
+    default: return 0;
+  }
+}
 
 std::string_view faultKindName(FaultKind k) {
   for (const auto& [kind, name] : kNames) {

@@ -28,6 +28,10 @@ enum class FaultKind {
 // Whether a kind strikes a node rather than a rank.
 bool isNodeFault(FaultKind k);
 
+// The signal a fault kind sends a rank (the supervisor's strike; what a rank
+// it struck dies of); 0 for a kind that sends none.
+int faultSignal(FaultKind k);
+
 // Who strikes a fault (docs/SCENARIOS.md, "Faults by layer"): the reference
 // trainer itself, the Python shim inside an unmodified Python trainer, the
 // probe inside a native trainer that links it (faultline::probe), or the

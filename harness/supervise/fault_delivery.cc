@@ -1,22 +1,7 @@
 // FaultDelivery: scripted faults struck from outside the rank.
 #include "harness/supervise/fault_delivery.h"
 
-#include <csignal>
-
 namespace faultline::supervise {
-
-int outsideFaultSignal(probe::FaultKind kind) {
-  using K = probe::FaultKind;
-  switch (kind) {
-    case K::kSigkill: return SIGKILL;
-    case K::kSegfault: return SIGSEGV;
-    case K::kAbort: return SIGABRT;
-    case K::kSigterm: return SIGTERM;
-    case K::kSigstop:
-    case K::kFreeze: return SIGSTOP;
-    default: return 0;
-  }
-}
 
 FaultDelivery::FaultDelivery(std::vector<probe::FaultSpec> faults) {
   for (auto& f : faults) faults_.push_back({std::move(f), {}});
@@ -28,7 +13,7 @@ Strike FaultDelivery::strike(const probe::FaultSpec& f, int rank) const {
   s.node = f.node;
   s.arg = f.arg;
   s.kind = std::string(probe::faultKindName(f.kind));
-  s.signal = outsideFaultSignal(f.kind);
+  s.signal = probe::faultSignal(f.kind);  // 0 for a kind the supervisor does not strike
   s.whole_group = f.kind == probe::FaultKind::kFreeze;
   if (auto it = steps_.find(rank); it != steps_.end()) s.step = it->second;
   s.point = f.point();

@@ -19,9 +19,6 @@
 
 namespace faultline::supervise {
 
-// The signal the supervisor sends for a fault kind; 0 for a kind it does not strike.
-int outsideFaultSignal(probe::FaultKind kind);
-
 struct Strike {
   int rank = 0;                 // a node fault: the node's rank that reached the point (-1: none, rendezvous)
   std::string node;             // a node fault: the node it strikes; "" a rank fault

@@ -283,30 +283,28 @@ void expectNotStruck(const std::string& out, const std::string& log, int rc, con
   }
 }
 
-TEST(FaultCli, AShimFaultPastTheLastStepIsAnErrorSayingHowFarTheRanksGot) {
+// plain_ddp.py for `steps` steps on 2 ranks, with a `fault` it never reaches.
+void pythonFaultNeverReached(const std::string& fault, const std::string& steps, const std::string& rule,
+                             const std::string& why) {
   const auto pythons = torchPythons();
   ASSERT_FALSE(pythons.empty());
   LeakGuard guard;
   TempDir dir;
   const std::string out = dir / "run";
   const int rc = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "20", "--deadline", "120", "-o", out, "--fault",
-                               "sigkill:rank=1:step=50", "--", pythons.back(), plainTrainer(), "--steps", "4"},
+                               fault, "--", pythons.back(), plainTrainer(), "--steps", steps},
                               dir / "log");
-  expectNotStruck(out, readFile(dir / "log"), rc, "sigkill:rank=1:step=50",
-                  "no aimed rank reached step 50 (rank 1 last reached step 4)");
+  expectNotStruck(out, readFile(dir / "log"), rc, rule, why);
+}
+
+TEST(FaultCli, AShimFaultPastTheLastStepIsAnErrorSayingHowFarTheRanksGot) {
+  pythonFaultNeverReached("sigkill:rank=1:step=50", "4", "sigkill:rank=1:step=50",
+                          "no aimed rank reached step 50 (rank 1 last reached step 4)");
 }
 
 TEST(FaultCli, ASupervisorFaultPastTheLastStepIsAnError) {
-  const auto pythons = torchPythons();
-  ASSERT_FALSE(pythons.empty());
-  LeakGuard guard;
-  TempDir dir;
-  const std::string out = dir / "run";
-  const int rc = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "20", "--deadline", "120", "-o", out, "--fault",
-                               "sigterm:rank=0:step=40:by=supervisor", "--", pythons.back(), plainTrainer(), "--steps",
-                               "3"},
-                              dir / "log");
-  expectNotStruck(out, readFile(dir / "log"), rc, "sigterm:rank=0:step=40", "no aimed rank reached step 40");
+  pythonFaultNeverReached("sigterm:rank=0:step=40:by=supervisor", "3", "sigterm:rank=0:step=40",
+                          "no aimed rank reached step 40");
 }
 
 TEST(FaultCli, AProbeFaultPastTheLastStepIsAnError) {

@@ -260,6 +260,20 @@ TEST(RootCauseRules, SameFailureEverywhereTakesOneRanksCommandLineErrorForAll) {
   EXPECT_FALSE(runRule(sameFailureEverywhere, in));
 }
 
+// Rank r aborted by torch 2.x's abort at exit, after destroy_process_group.
+void abortAtExit(RunInput& in, int r) {
+  Event destroy;
+  destroy.ev = "pg_destroy";
+  RankInput& aborted = addRank(in, r, std::nullopt, std::string("SIGABRT"), 5'000 + r);
+  aborted.events.events = {startEvent(r), destroy};
+  Evidence e;
+  e.kind = Kind::kCppException;
+  e.type = "std::terminate";
+  e.message = "terminate called without an active exception";
+  e.origin = "stderr";
+  aborted.errors.push_back(e);
+}
+
 // torch 2.x's abort at exit (docs/TORCH2.md): the rank's own crash, after its
 // work was done, and what makes it.
 TEST(RootCauseRules, AnAbortAfterDestroyProcessGroupSaysItWasAtExit) {
@@ -267,14 +281,7 @@ TEST(RootCauseRules, AnAbortAfterDestroyProcessGroupSaysItWasAtExit) {
   Event destroy;
   destroy.ev = "pg_destroy";
   addRank(in, 0, 0).events.events = {startEvent(0), destroy};
-  RankInput& aborted = addRank(in, 1, std::nullopt, std::string("SIGABRT"), 5'000);
-  aborted.events.events = {startEvent(1), destroy};
-  Evidence e;
-  e.kind = Kind::kCppException;
-  e.type = "std::terminate";
-  e.message = "terminate called without an active exception";
-  e.origin = "stderr";
-  aborted.errors.push_back(e);
+  abortAtExit(in, 1);
   auto c = chooseRootCause(analyse(in));
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cause.rank, 1);
@@ -296,18 +303,7 @@ TEST(RootCauseRules, AnAbortAfterDestroyProcessGroupSaysItWasAtExit) {
 TEST(RootCauseRules, AnAbortAtExitOnEveryRankSaysItWasAtExit) {
   RunInput in;
   in.world_size = 2;
-  Event destroy;
-  destroy.ev = "pg_destroy";
-  for (int r = 0; r < 2; ++r) {
-    RankInput& aborted = addRank(in, r, std::nullopt, std::string("SIGABRT"), 5'000 + r);
-    aborted.events.events = {startEvent(r), destroy};
-    Evidence e;
-    e.kind = Kind::kCppException;
-    e.type = "std::terminate";
-    e.message = "terminate called without an active exception";
-    e.origin = "stderr";
-    aborted.errors.push_back(e);
-  }
+  for (int r = 0; r < 2; ++r) abortAtExit(in, r);
   auto c = chooseRootCause(analyse(in));
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cause.blame, Blame::kAllRanks);

@@ -83,8 +83,7 @@ TEST(Torch2LauncherLog, ChildFailedErrorEntriesAreIndexedNotRanked) {
   EXPECT_EQ(log.failed_pids[0].pid, 27149);
   EXPECT_EQ(log.failed_pids[0].local_rank, 1);
   EXPECT_EQ(log.failed_pids[0].exit_code, 1);
-  EXPECT_EQ(log.sigterm_pids, std::vector<int>{27148});
-  EXPECT_EQ(log.signals_sent.at(27148), std::set<std::string>{"SIGTERM"});
+  EXPECT_EQ(log.signals_sent, (std::map<int, std::set<std::string>>{{27148, {"SIGTERM"}}}));
   // "[default0]:[rank0]: Traceback ..." lines are the ranks', not the launcher's.
   EXPECT_TRUE(log.unattributed.empty());
 }
@@ -99,7 +98,7 @@ TEST(Torch2LauncherLog, Torch113EntriesReadTheSame) {
   EXPECT_EQ(log.failures[1].rank, 0);
   EXPECT_TRUE(log.failures[1].root_cause_block);
   EXPECT_EQ(log.claimed_root_rank, 0);
-  EXPECT_TRUE(log.sigterm_pids.empty());  // both had exited by themselves
+  EXPECT_TRUE(log.signals_sent.empty());  // both had exited by themselves
 }
 
 TEST(Torch2LauncherLog, RecordErrorFileTracebackInTheBlock) {
@@ -130,13 +129,12 @@ TEST(Torch2LauncherLog, SpawnRaisedAndExited) {
   ASSERT_TRUE(raised.wrapper);
   EXPECT_EQ(raised.wrapper->shortType(), "ProcessRaisedException");
   // 2.x's spawn says whom it terminates: "spawn.py:165] Terminating process 27392 via signal SIGTERM".
-  EXPECT_EQ(raised.sigterm_pids, std::vector<int>{27392});
-  EXPECT_EQ(raised.signals_sent.at(27392), std::set<std::string>{"SIGTERM"});
+  EXPECT_EQ(raised.signals_sent, (std::map<int, std::set<std::string>>{{27392, {"SIGTERM"}}}));
 
   LauncherLog exited = parseLauncherLog(readFile(fixture("spawn213_noinst_segfault/launcher/stderr")));
   EXPECT_EQ(exited.spawn_rank, 1);
   EXPECT_EQ(exited.spawn_signal, "SIGSEGV");
-  EXPECT_EQ(exited.sigterm_pids.size(), 1u);
+  EXPECT_EQ(exited.signals_sent.size(), 1u);
   LauncherLog code = parseLauncherLog(readFile(fixture("spawn213_exit__3/launcher/stderr")));
   EXPECT_EQ(code.spawn_rank, 1);
   EXPECT_EQ(code.spawn_exit_code, 3);

@@ -17,19 +17,19 @@ probe::FaultSpec fault(const std::string& text) {
 
 TEST(FaultDelivery, KindsAndTheirSignals) {
   using K = probe::FaultKind;
-  EXPECT_EQ(outsideFaultSignal(K::kSigkill), SIGKILL);
-  EXPECT_EQ(outsideFaultSignal(K::kSegfault), SIGSEGV);
-  EXPECT_EQ(outsideFaultSignal(K::kAbort), SIGABRT);
-  EXPECT_EQ(outsideFaultSignal(K::kSigterm), SIGTERM);
-  EXPECT_EQ(outsideFaultSignal(K::kSigstop), SIGSTOP);
-  EXPECT_EQ(outsideFaultSignal(K::kFreeze), SIGSTOP);
-  EXPECT_EQ(outsideFaultSignal(K::kHungCollective), 0);
+  EXPECT_EQ(probe::faultSignal(K::kSigkill), SIGKILL);
+  EXPECT_EQ(probe::faultSignal(K::kSegfault), SIGSEGV);
+  EXPECT_EQ(probe::faultSignal(K::kAbort), SIGABRT);
+  EXPECT_EQ(probe::faultSignal(K::kSigterm), SIGTERM);
+  EXPECT_EQ(probe::faultSignal(K::kSigstop), SIGSTOP);
+  EXPECT_EQ(probe::faultSignal(K::kFreeze), SIGSTOP);
+  EXPECT_EQ(probe::faultSignal(K::kHungCollective), 0);
   // Every kind the supervisor strikes at a rank has its signal (node faults
   // are struck on the node's processes and links, node_faults.cc).
   for (auto name : probe::faultKindNames()) {
     const auto k = *probe::faultKindFromName(name);
     if (probe::isNodeFault(k)) continue;
-    EXPECT_EQ(outsideFaultSignal(k) != 0, probe::layerStrikes(probe::FaultLayer::kSupervisor, k)) << name;
+    EXPECT_EQ(probe::faultSignal(k) != 0, probe::layerStrikes(probe::FaultLayer::kSupervisor, k)) << name;
   }
 }
 
