@@ -21,6 +21,8 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import gloo_exit  # torch 2.x's abort at exit; before any backward(), whose state it tracks
+
 STEPS = int(os.environ.get("STEPS", "8"))
 SAVE_EVERY = int(os.environ.get("SAVE_EVERY", "2"))
 
@@ -68,8 +70,6 @@ def main():
             save_checkpoint(os.path.join(out, "step%d.pt" % step), state)
         if step == STEPS:
             break
-    import gloo_exit  # here: the scenarios name lines of this file; torch 2.x's abort at exit
-
     gloo_exit.settle(model)
     dist.destroy_process_group()
 

@@ -5,6 +5,7 @@ no Gloo worker holds what a backward stashed in torch's thread-local state.
 Run: /opt/faultline/torch-2.13/bin/python3 tests/scenario/gloo_exit_test.py
 (ctest: gloo_exit/2.13; skips, saying why, where torch has no
 _stash_obj_in_tls)."""
+import ast
 import os
 import sys
 import tempfile
@@ -12,7 +13,8 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scenarios", "python"))
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scenarios", "python")
+sys.path.insert(0, FIXTURES)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -72,6 +74,39 @@ class SettleWaitsForStashedState(unittest.TestCase):
                 self.assertEqual(gloo_exit._stashed, [])
             finally:
                 dist.destroy_process_group()
+
+
+class FixturesTrackFromTheStart(unittest.TestCase):
+    """settle() waits only for the state it saw stashed: a fixture that
+    imports gloo_exit after its training loop (rhythm.py did, in main())
+    tracks none of its backwards' state and aborts at exit now and then
+    (adaptive-eight-ranks on torchrun@2.13, CI)."""
+
+    def test_every_settling_fixture_imports_it_at_module_level(self):
+        settling = []
+        for dirpath, _, names in os.walk(FIXTURES):
+            for name in names:
+                path = os.path.join(dirpath, name)
+                if not name.endswith(".py") or name == "gloo_exit.py":
+                    continue
+                with open(path) as f:
+                    text = f.read()
+                if "gloo_exit.settle" not in text:
+                    continue
+                settling.append(name)
+                tree = ast.parse(text, path)
+                top = [n for n in tree.body if isinstance(n, ast.Import) and any(a.name == "gloo_exit" for a in n.names)]
+                nested = [
+                    n.lineno
+                    for f in tree.body
+                    if isinstance(f, (ast.FunctionDef, ast.ClassDef))
+                    for n in ast.walk(f)
+                    if isinstance(n, ast.Import) and any(a.name == "gloo_exit" for a in n.names)
+                ]
+                with self.subTest(fixture=os.path.relpath(path, FIXTURES)):
+                    self.assertTrue(top, "gloo_exit is not imported at module level")
+                    self.assertEqual(nested, [], "gloo_exit is imported inside a function, after backwards ran")
+        self.assertIn("rhythm.py", settling)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ needed, so they work with and without faultline's shim):
 import argparse
 import os
 import queue
+import sys
 import tempfile
 import time
 
@@ -33,6 +34,9 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gloo_exit  # noqa: E402  torch 2.x's abort at exit; before any backward(), whose state it tracks
 
 
 def args_of():
@@ -130,11 +134,6 @@ def main():
             dist.all_reduce(total)
             if rank == 0:
                 print("step %d loss %.4f" % (step, total.item() / world), flush=True)
-    import sys  # here, not above: the scenarios name lines of this file
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    import gloo_exit  # torch 2.x's abort at exit, not this trainer's fault
-
     gloo_exit.settle(model, total)
     dist.destroy_process_group()
 
