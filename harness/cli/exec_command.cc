@@ -17,16 +17,24 @@ namespace faultline::cli {
 int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   const auto t0 = std::chrono::steady_clock::now();
   supervise::SuperviseOptions so;
-  if (opts.launcher == "external") {
-    so.launch.launcher = "external";
+  // builtin starts the command N times; a launcher whose process is the
+  // command (external: any launcher's own command line; a framework's, as
+  // `python train.py` is Lightning's) starts it once and finds its ranks.
+  std::string launchers = "builtin";
+  for (const launch::Launcher* l : launch::allLaunchers()) {
+    if (l->traits().is_the_command || l->traits().framework) launchers += ", " + l->name();
+  }
+  const launch::Launcher* chosen = opts.launcher.empty() ? nullptr : launch::launcherNamed(opts.launcher);
+  if (opts.launcher.empty() || opts.launcher == "builtin") {
+    so.launch.launcher = "builtin";
+  } else if (chosen && (chosen->traits().is_the_command || chosen->traits().framework)) {
+    so.launch.launcher = chosen->name();
     if (opts.nproc) {
       err << "faultline exec: --nproc applies to the builtin launcher only\n";
       return 2;
     }
-  } else if (opts.launcher.empty() || opts.launcher == "builtin") {
-    so.launch.launcher = "builtin";
   } else {
-    err << "faultline exec: unknown launcher '" << opts.launcher << "' (builtin or external)\n";
+    err << "faultline exec: unknown launcher '" << opts.launcher << "' (" << launchers << ")\n";
     return 2;
   }
   so.launch.nproc = opts.nproc.value_or(1);

@@ -160,6 +160,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     addLibraryPaths(so, s.library_paths, dirOf(s.file));
     addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
     auto record = superviseStack(so, err);
+    const std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
     if (!record) {
       report = assemble::harnessErrorReport(plan.stack, plan.launch.command, record.error(), msSince(t0));
     } else {
@@ -167,7 +168,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
       ctx.scenario = ScenarioRef{s.name, s.file};
       ctx.stack = plan.stack;
       ctx.torch = plan.torch;
-      ctx.expect = &s.expect;
+      ctx.expect = &expectations;
       ctx.fail_on = opts.exit.fail_on;
       ctx.wall_ms = msSince(t0);
       report = assemble::reportOfRun(run_dir, ctx, std::move(*record));

@@ -159,6 +159,17 @@ LauncherLog parseLauncherLog(std::string_view text) {
       log.srun_failed_tasks.push_back(*task);
       if (log.srun_failed_tasks.size() == 1 && !log.claimed_root_rank) log.claimed_root_rank = *task;
     }
+    // Lightning's child-process observer (subprocess_script.py), polling
+    // every 5 s: "[rank: 2] Child process with PID 123 terminated with code 1.
+    // Forcefully terminating all other processes to avoid zombies"; it then
+    // SIGKILLs the other children and rank 0.
+    if (contains(t, "Child process with PID ") && contains(t, " terminated with code ")) {
+      LauncherLog::PidExit pe;
+      if (auto pid = intAfter(t, "Child process with PID ")) pe.pid = *pid;
+      pe.exit_code = intAfter(t, " terminated with code ");
+      log.failed_pids.push_back(pe);
+      if (auto r = intAfter(t, "[rank: "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
+    }
     if (contains(t, "failed (exitcode: ")) {
       LauncherLog::PidExit pe;
       pe.exit_code = intAfter(t, "failed (exitcode: ");

@@ -76,7 +76,11 @@ bool isTorchPackage(std::string_view package) {
       "torch", "functorch", "torchgen", "caffe2", "triton", "nvidia",
       // what `pip install torch` installs with it (Requires-Dist of torch 1.13 and 2.x)
       "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec",
-      "setuptools", "pkg_resources", "_distutils_hack"};
+      "setuptools", "pkg_resources", "_distutils_hack",
+      // the training frameworks faultline runs as stacks (their launchers and
+      // loops call the user's code; the user's bug is never in them)
+      "lightning", "pytorch_lightning", "lightning_fabric", "lightning_utilities", "torchmetrics",
+      "accelerate", "deepspeed", "huggingface_hub", "safetensors"};
   for (std::string_view p : kTorch) {
     if (package == p) return true;
   }

@@ -244,6 +244,32 @@ void attachCrashedChildren(RunInput& in) {
 
 }  // namespace
 
+namespace {
+
+// A collective begun after faultline's teardown began is the teardown's
+// doing, not the job's: Lightning's SIGTERM handler broadcasts among the
+// ranks (trainer/connectors/signal_connector.py), and a hung job's ranks
+// disagree there about nothing the job did. Those calls are left out.
+void dropTeardownCollectives(RunInput& in) {
+  if (!in.supervisor) return;
+  const auto& td = in.supervisor->teardown;
+  int64_t from = td.started_ns;
+  for (const auto& s : td.signals) from = from > 0 ? std::min(from, s.t_ns) : s.t_ns;
+  if (from <= 0) return;
+  for (auto& [r, ri] : in.ranks) {
+    std::set<int64_t> late;
+    for (const Event& e : ri.events.events) {
+      if (e.ev == "collective_begin" && e.t >= from && e.seq >= 0) late.insert(e.seq);
+    }
+    if (late.empty()) continue;
+    std::erase_if(ri.events.events, [&](const Event& e) {
+      return (e.ev == "collective_begin" || e.ev == "collective_end") && e.seq >= 0 && late.count(e.seq);
+    });
+  }
+}
+
+}  // namespace
+
 // torch's Flight Recorder dumps (flight_recorder.h): a rank's collectives
 // when no rank has any of its own, as in a trainer faultline could not
 // instrument. Never mixed with the shim's: the two number their calls from
@@ -384,6 +410,7 @@ RunInput loadRun(const std::string& dir) {
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
+  dropTeardownCollectives(in);
   addFlightRecorder(in, layout.flightRecorderDir());
   // Exits the supervisor could not attribute (no RANK in the environment, as
   // in torch.multiprocessing.spawn children) belong to the rank whose events

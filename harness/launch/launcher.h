@@ -75,6 +75,8 @@ enum class RankDiscovery {
                   // topmost such), wherever it was started: Slurm's slurmstepd starts the ranks, not
                   // the launcher process; the node agents' rank_start events say the same from every
                   // node (docs/MULTINODE.md)
+  kLauncherRankZero,  // the launcher's own process is rank 0 (a Lightning script); the other ranks are
+                      // its descendants carrying RANK, or LOCAL_RANK (and NODE_RANK 0) without it
 };
 
 // How the supervisor stops a job that has to be stopped.
@@ -124,6 +126,7 @@ struct PlanInput {
 struct PlannedStart {
   std::vector<std::string> command;
   int nproc = 1;
+  Environment env;  // added to the run's environment (LaunchOptions::env): what the launcher reads there
 };
 
 // A stack of this launcher as `faultline stacks` offers it.

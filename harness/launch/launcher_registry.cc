@@ -13,6 +13,7 @@ const Launcher& torchrunMultinodeLauncher();
 const Launcher& distributedLaunchLauncher();
 const Launcher& spawnLauncher();
 const Launcher& slurmLauncher();
+const Launcher& lightningLauncher();
 
 namespace {
 const Launcher& builtinLauncher() {
@@ -29,6 +30,7 @@ const std::vector<const Launcher*>& allLaunchers() {
       &distributedLaunchLauncher(),
       &spawnLauncher(),
       &slurmLauncher(),
+      &lightningLauncher(),
       &externalLauncher(),
   };
   return kAll;

@@ -104,11 +104,26 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
   std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
-                                               : concat(resolvePaths(s.stack.command, base_dir), s.stack.args);
+                                               : concat(resolvePaths(s.stack.commandOn(name.launcher), base_dir), s.stack.args);
   const bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
   const bool needs_torch = reference || python_trainer || launcher->needsTorch();
+  // A framework's stack runs at the install that has the framework, and is
+  // named by the framework's series.
+  const char* framework = launcher->traits().framework;
   std::optional<TorchInstall> torch;
-  if (needs_torch || !name.series.empty()) {
+  std::string series;
+  if (framework) {
+    torch = pickFramework(tools.torches, framework, name.series);
+    if (!torch) {
+      plan.unsupported = std::string(framework) + (name.series.empty() ? "" : " " + name.series) +
+                         " is not installed beside any torch (ci/deps installs it in $FAULTLINE_OPT/frameworks-*; "
+                         "`faultline stacks` lists what is)";
+      return plan;
+    }
+    series = torchSeries(torch->frameworks.at(framework));
+    plan.stack = name.launcher + "@" + series;
+    plan.torch = torch->version;
+  } else if (needs_torch || !name.series.empty()) {
     torch = pickTorch(tools.torches, name.series);
     // On its own launcher a scenario runs on the newest torch it applies to.
     if (stack_in.empty() && name.series.empty() && !s.stack.torch_bounds.empty()) {
@@ -126,8 +141,8 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     }
     if (isVersionedStack(name.launcher)) plan.stack = name.launcher + "@" + torch->series;
     plan.torch = torch->version;
+    series = torch->series;
   }
-  const std::string series = torch ? torch->series : "";
   const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
   if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& e) { return admits(e, name, series); })) {
     std::string list;
@@ -185,6 +200,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     return plan;
   }
   l.launcher = launcher->name();
+  for (const auto& [key, value] : planned->env) l.env[key] = value;
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
   return plan;

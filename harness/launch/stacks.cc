@@ -47,12 +47,21 @@ std::vector<AvailableStack> availableStacks(const std::vector<TorchInstall>& ins
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/faultline-stacks-XXXXXX";
     if (::mkdtemp(tmpl.data())) scratch = tmpl;
   }
-  // Each versioned launcher at each install, newest first; then the stacks
-  // without a version (external).
+  // Each versioned launcher at each install, newest first (torch's own once
+  // per torch series, a framework's where it is installed, at its series);
+  // then the stacks without a version (external).
   for (const auto& t : installs) {
     for (const Launcher* l : allLaunchers()) {
       if (!isVersionedStack(l->name())) continue;
-      const std::string name = l->name() + (t.series.empty() ? "" : "@" + t.series);
+      std::string series = t.series;
+      if (const char* framework = l->traits().framework) {
+        auto it = t.frameworks.find(framework);
+        if (it == t.frameworks.end()) continue;
+        series = torchSeries(it->second);
+      } else if (auto own = pickTorch(installs, t.series); t.usable() && own && own->python != t.python) {
+        continue;  // torch's own stacks at this series run at another install
+      }
+      const std::string name = l->name() + (series.empty() ? "" : "@" + series);
       if (!t.usable()) {
         out.push_back({name, t.version, t.python, t.problem});
         continue;

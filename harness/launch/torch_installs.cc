@@ -32,6 +32,12 @@ with open(os.path.join(d, "version.py")) as f:
 print("torch", m.group(1) if m else "?")
 print("launch", int(os.path.exists(os.path.join(d, "distributed", "launch.py"))))
 print("distributed", int(os.path.exists(os.path.join(d, "distributed", "run.py"))))
+import importlib.metadata as md
+for name in ("lightning", "accelerate", "deepspeed"):
+    try:
+        print("framework:" + name, md.version(name))
+    except Exception:
+        pass
 )PY";
 
 std::vector<std::string> splitList(const std::string& text, char sep) {
@@ -70,6 +76,7 @@ TorchInstall probe(const std::string& python, const std::string& trainer_dir) {
     if (key == "torch") t.version = value;
     if (key == "launch") t.has_launch = value == "1";
     if (key == "distributed") distributed = value == "1";
+    if (key.rfind("framework:", 0) == 0) t.frameworks[key.substr(10)] = value;
   }
   if (t.version == "-") {
     t.version.clear();
@@ -102,11 +109,13 @@ std::vector<std::string> torchInterpreterCandidates() {
   }
   const char* opt_env = std::getenv("FAULTLINE_OPT");
   const std::string opt = opt_env && *opt_env ? opt_env : "/opt/faultline";
-  glob_t g{};
-  if (::glob((opt + "/torch-*/bin/python").c_str(), 0, nullptr, &g) == 0) {
-    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  for (const char* venvs : {"/torch-*/bin/python", "/frameworks-*/bin/python"}) {
+    glob_t g{};
+    if (::glob((opt + venvs).c_str(), 0, nullptr, &g) == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+    }
+    ::globfree(&g);
   }
-  ::globfree(&g);
   return out;
 }
 
@@ -115,8 +124,9 @@ std::vector<TorchInstall> discoverTorch(const std::vector<std::string>& interpre
   for (const auto& python : interpreters) {
     TorchInstall t = probe(python, trainer_dir);
     if (t.version.empty() && t.usable()) continue;  // an interpreter without torch
-    // Two interpreters with one torch (a venv of a venv): the first one wins.
-    if (std::any_of(out.begin(), out.end(), [&](const TorchInstall& o) { return o.usable() && o.series == t.series; }) &&
+    // Two interpreters with one torch and the same frameworks (a venv of a venv): the first one wins.
+    if (std::any_of(out.begin(), out.end(),
+                    [&](const TorchInstall& o) { return o.usable() && o.series == t.series && o.frameworks == t.frameworks; }) &&
         t.usable()) {
       continue;
     }
@@ -129,10 +139,25 @@ std::vector<TorchInstall> discoverTorch(const std::vector<std::string>& interpre
 }
 
 std::optional<TorchInstall> pickTorch(const std::vector<TorchInstall>& installs, const std::string& series) {
-  for (const auto& t : installs) {
-    if (t.usable() && (series.empty() || t.series == series)) return t;
+  // torch's own stacks run where nothing else was installed beside it, if they can.
+  for (bool plain : {true, false}) {
+    for (const auto& t : installs) {
+      if (t.usable() && (series.empty() || t.series == series) && (!plain || t.frameworks.empty())) return t;
+    }
   }
   return std::nullopt;
+}
+
+std::optional<TorchInstall> pickFramework(const std::vector<TorchInstall>& installs, const std::string& framework,
+                                          const std::string& series) {
+  std::optional<TorchInstall> best;
+  for (const auto& t : installs) {
+    auto it = t.frameworks.find(framework);
+    if (!t.usable() || it == t.frameworks.end() || torchSeries(it->second).empty()) continue;
+    if (!series.empty() && torchSeries(it->second) != series) continue;
+    if (!best || compareVersions(it->second, best->frameworks.at(framework)) > 0) best = t;
+  }
+  return best;
 }
 
 }  // namespace faultline::launch

@@ -8,7 +8,7 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}},
       {"torchrun",           true, true,  true,  false, false, false, {}},
@@ -16,6 +16,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"launch",             true, true,  false, true,  false, false, {}},
       {"spawn",              true, true,  false, false, false, false, {}},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}},
+      {"lightning",          true, true,  false, true,  false, false, {},          "lightning"},
       {"external",           false, false, false, false, true, false, {}},
   };
   return kTable;
@@ -71,6 +72,10 @@ Result<StackName> parseStackName(const std::string& text) {
     return fail(ErrorCode::kBadUsage, "'" + text + "': " + s.launcher + " has no torch version, expected '" + s.launcher + "' alone");
   }
   if (torchSeries(s.series) != s.series) {
+    if (known->framework) {
+      return fail(ErrorCode::kBadUsage, "'" + text + "': '" + s.series + "' is not a " + known->framework +
+                                            " version MAJOR.MINOR (" + s.launcher + "@2.6)");
+    }
     return fail(ErrorCode::kBadUsage, "'" + text + "': '" + s.series + "' is not a torch version MAJOR.MINOR (torchrun@2.13)");
   }
   return s;

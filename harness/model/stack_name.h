@@ -1,6 +1,7 @@
 // Stack names, parsed in one place for the scenario files and the command
 // line: a launcher ("builtin", "torchrun", ...) optionally at a torch series,
-// "torchrun@2.13". A stack without a series takes the newest installed torch.
+// "torchrun@2.13", or a framework's launcher at the framework's series,
+// "lightning@2.6". A stack without a series takes the newest installed.
 #pragma once
 
 #include <string>
@@ -12,7 +13,7 @@ namespace faultline {
 
 struct StackName {
   std::string launcher;  // one of stackLaunchers()
-  std::string series;    // "2.13"; "" = the newest installed (or none needed)
+  std::string series;    // "2.13" (torch's; a framework's own for a framework stack); "" = the newest installed (or none needed)
   std::string str() const { return series.empty() ? launcher : launcher + "@" + series; }
 };
 
@@ -34,6 +35,10 @@ struct LauncherTraits {
   bool spans_nodes;     // spreads a world over several nodes ([stack] nodes)
   // The node-fault kinds it delivers (docs/MULTINODE.md); "*": every kind.
   std::vector<const char*> node_faults;
+  // A framework's launcher: the Python distribution it is ("lightning"). Its
+  // stacks are named with the framework's MAJOR.MINOR ("lightning@2.6"), not
+  // torch's, and run at an install that has it. nullptr: none.
+  const char* framework = nullptr;
 };
 const std::vector<LauncherTraits>& stackLaunchers();
 // The row of `launcher` (a stack name without its @series); null if none.

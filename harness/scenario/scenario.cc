@@ -192,8 +192,8 @@ json toJson(const toml::node& n) {
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks", "torch", "instrument",
-                 "tools"},
+  c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
+                 "torch", "instrument", "tools"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -261,6 +261,29 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
       } else {
         s.tools.push_back(std::move(any));
       }
+    }
+  }
+  if (const toml::node* n = t.get("command_on")) {
+    if (const toml::table* on = n->as_table()) {
+      for (auto&& [key, value] : *on) {
+        const std::string launcher(key.str());
+        const std::string where = "stack.command_on";
+        if (!isStackLauncher(launcher)) {
+          c.error(value.source(), where + "." + launcher + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
+          continue;
+        }
+        const bool listed = std::any_of(s.stacks.begin(), s.stacks.end(),
+                                        [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; });
+        if (!listed) {
+          c.error(value.source(), where + "." + launcher + ": " + launcher + " is not in stack.stacks, so this command never runs");
+          continue;
+        }
+        auto cmd = c.strings(*on, key.str().data(), where);
+        if (cmd && cmd->empty()) c.error(value.source(), where + "." + launcher + ": expected [\"program\", ...], got []");
+        if (cmd && !cmd->empty()) s.command_on[launcher] = *cmd;
+      }
+    } else {
+      c.error(n->source(), "stack.command_on: expected a table of launcher = [\"program\", ...], got " + Checker::typeName(*n));
     }
   }
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
@@ -792,6 +815,17 @@ json Expect::asWritten() const {
 
 bool Scenario::hasTag(const std::string& tag) const { return std::find(tags.begin(), tags.end(), tag) != tags.end(); }
 
+std::vector<Expect> Scenario::expectationsOn(const std::string& launcher) const {
+  auto on = expect_on.find(launcher);
+  if (on == expect_on.end()) return expect;
+  std::vector<Expect> out;
+  for (const Expect& e : expect) {
+    if (std::none_of(on->second.begin(), on->second.end(), [&](const Expect& o) { return o.path == e.path; })) out.push_back(e);
+  }
+  out.insert(out.end(), on->second.begin(), on->second.end());
+  return out;
+}
+
 Result<Scenario> parseScenarioText(const std::string& text, const std::string& path) {
   toml::table root;
   try {
@@ -806,7 +840,7 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
   Checker c(path);
   Scenario s;
   s.file = path;
-  c.onlyKeys(root, {"name", "description", "tags", "stack", "fault", "limits", "diagnose", "expect"}, "the scenario");
+  c.onlyKeys(root, {"name", "description", "tags", "stack", "fault", "limits", "diagnose", "expect", "expect_on"}, "the scenario");
   if (auto v = c.str(root, "name", "scenario")) s.name = *v;
   if (!c.failed() && s.name.empty()) c.error(root.source(), "missing key 'name', expected name = \"...\"");
   if (auto v = c.str(root, "description", "scenario")) s.description = *v;
@@ -821,6 +855,23 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
   if (const toml::table* t = c.table(root, "expect"); t && !c.failed()) parseExpect(c, *t, s.expect);
   if (!c.failed() && s.expect.empty()) {
     c.error(root.source(), "no [expect] entries: a scenario must say what the report should show");
+  }
+  if (const toml::table* on = c.table(root, "expect_on"); on && !c.failed()) {
+    for (auto&& [key, node] : *on) {
+      const std::string launcher(key.str());
+      const bool listed = std::any_of(s.stack.stacks.begin(), s.stack.stacks.end(),
+                                      [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; }) ||
+                          s.stack.launcher == launcher;
+      if (!isStackLauncher(launcher)) {
+        c.error(key.source(), "expect_on." + launcher + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
+      } else if (!listed) {
+        c.error(key.source(), "expect_on." + launcher + ": " + launcher + " is not in stack.stacks, so these never apply");
+      } else if (const toml::table* t = node.as_table()) {
+        parseExpect(c, *t, s.expect_on[launcher]);
+      } else {
+        c.error(node.source(), "expect_on." + launcher + ": expected a table of expectations, got " + Checker::typeName(node));
+      }
+    }
   }
   if (c.failed()) return tl::unexpected(c.err());
   return s;

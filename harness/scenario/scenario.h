@@ -30,6 +30,14 @@ struct Stack {
   std::string launcher = "builtin";  // builtin | torchrun | launch | spawn | external
   std::string trainer = "reference";  // reference | command
   std::vector<std::string> command;   // the trainer command (trainer = "command") or the launcher command (external)
+  // The trainer command on one launcher's stacks instead of `command`
+  // ([stack.command_on] lightning = [...]): a framework's launcher runs a
+  // trainer written for that framework, doing what `command` does.
+  std::map<std::string, std::vector<std::string>> command_on;
+  const std::vector<std::string>& commandOn(const std::string& launcher) const {
+    auto it = command_on.find(launcher);
+    return it == command_on.end() ? command : it->second;
+  }
   std::vector<std::string> args;      // extra trainer arguments
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
@@ -113,8 +121,14 @@ struct Scenario {
   // built-in policy (docs/DIAGNOSIS.md section 8), relative ones to the file.
   std::vector<std::string> library_paths;
   std::vector<Expect> expect;
+  // [expect_on.LAUNCHER]: what differs on that launcher's stacks, path by
+  // path (a framework's own teardown leaves what torchrun's does not).
+  std::map<std::string, std::vector<Expect>> expect_on;
 
   bool hasTag(const std::string& tag) const;
+  // The expectations on a stack of `launcher`: [expect], each path that
+  // [expect_on.LAUNCHER] names replaced by its entry there, its other entries added.
+  std::vector<Expect> expectationsOn(const std::string& launcher) const;
 };
 
 // Parses one file. Errors are kBadInput with message "file:line:col: what, expected ...".

@@ -2,6 +2,7 @@
 #include "harness/supervise/proc_fs.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -45,10 +46,26 @@ std::optional<ProcStat> readStat(pid_t pid) {
   std::vector<std::string> rest;
   while (in >> field) rest.push_back(field);
   // Field N is rest[N - 6]: utime 14, stime 15, exit_code 52.
+  if (rest.size() >= 4) st.flags = std::strtoull(rest[3].c_str(), nullptr, 10);
   if (rest.size() >= 10) st.cpu_ticks = std::strtoull(rest[8].c_str(), nullptr, 10) + std::strtoull(rest[9].c_str(), nullptr, 10);
   if (rest.size() >= 47) st.exit_code = std::atoi(rest[46].c_str());
   if (!in.eof() && in.fail() && rest.empty()) return std::nullopt;
   return st;
+}
+
+bool doomed(pid_t pid) {
+  auto st = readStat(pid);
+  if (!st || st->exiting()) return true;
+  auto status = readSmallFile("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return true;
+  // SigPnd (this thread) and ShdPnd (the process): hex masks, signal N at bit N-1.
+  for (const char* key : {"\nSigPnd:", "\nShdPnd:"}) {
+    const size_t at = status->find(key);
+    if (at == std::string::npos) continue;
+    const uint64_t mask = std::strtoull(status->c_str() + at + std::strlen(key), nullptr, 16);
+    if (mask & (uint64_t{1} << (SIGKILL - 1))) return true;
+  }
+  return false;
 }
 
 std::vector<pid_t> listPids() {

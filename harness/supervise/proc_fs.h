@@ -23,8 +23,13 @@ struct ProcStat {
   char state = '?';          // R S D Z T ...
   std::optional<int> exit_code;  // wait status (field 52), meaningful for a zombie
   uint64_t cpu_ticks = 0;        // utime + stime (fields 14, 15), clock ticks
+  uint64_t flags = 0;            // the kernel's PF_* flags (field 9)
+  // Already on its way out: a zombie, or the kernel began its exit (PF_EXITING).
+  bool exiting() const { return state == 'Z' || state == 'X' || (flags & 0x4) != 0; }
 };
 std::optional<ProcStat> readStat(pid_t pid);
+// Gone, exiting, or with a SIGKILL pending: nothing can keep it alive now.
+bool doomed(pid_t pid);
 
 std::vector<pid_t> listPids();
 // Alive = exists and is not a zombie.

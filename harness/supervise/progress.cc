@@ -55,7 +55,7 @@ namespace {
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
   std::optional<std::string> ev, op, patch, error, group;
-  std::optional<int64_t> rank, seq, t, step;
+  std::optional<int64_t> rank, seq, t, step, pid;
   std::optional<bool> applied;
   bool top_level_object = false;
 
@@ -108,6 +108,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "seq") seq = v;
     if (key_ == "t") t = v;
     if (key_ == "step") step = v;
+    if (key_ == "pid") pid = v;
     return true;
   }
   bool nested() {
@@ -122,6 +123,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "seq") seq.reset();
     if (key_ == "t") t.reset();
     if (key_ == "step") step.reset();
+    if (key_ == "pid") pid.reset();
     if (key_ == "patch") patch.reset();
     if (key_ == "error") error.reset();
     if (key_ == "group") group.reset();
@@ -144,7 +146,7 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
     return out;
   }
   const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
-  out = {rank, *f.ev, f.step, f.seq};
+  out = {rank, *f.ev, f.step, f.seq, f.pid};
   seen_.insert(rank);
   if (*f.ev == "instrument" && f.patch && f.applied && patchFeeds(*f.patch, ShimEvidence::kCollectives)) {
     // A rank whose collectives the shim could not wrap may be in one unseen.

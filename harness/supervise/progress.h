@@ -46,6 +46,7 @@ struct LineFields {
   std::string ev;                // "" for a malformed line
   std::optional<int64_t> step;   // step_begin / step_end
   std::optional<int64_t> seq;    // collective_begin / collective_end
+  std::optional<int64_t> pid;    // the writing process
 };
 
 class CollectiveTracker {

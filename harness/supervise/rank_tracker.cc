@@ -24,6 +24,7 @@ std::unique_ptr<RankTracker> RankTracker::forLauncher(const launch::Launcher& la
     case launch::RankDiscovery::kStarted: return std::make_unique<StartedRanks>(ctx);
     case launch::RankDiscovery::kDescendants: return std::make_unique<DescendantRanks>(ctx);
     case launch::RankDiscovery::kRunProcesses: return std::make_unique<RunProcessRanks>(ctx);
+    case launch::RankDiscovery::kLauncherRankZero: return std::make_unique<LauncherRankZero>(ctx);
   }
   return std::make_unique<DescendantRanks>(ctx);
 }
@@ -147,14 +148,39 @@ void DescendantRanks::scan() {
   for (pid_t pid : ctx_.containment.members()) classify(pid);
 }
 
+namespace {
+
+std::optional<int> digitsVar(pid_t pid, const char* name) {
+  auto text = environVar(pid, name);
+  if (!text || text->empty() || text->size() > 9 || text->find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  return std::atoi(text->c_str());
+}
+
+// A process carrying the same value of `name` as its parent is its helper
+// (a DataLoader worker): the rank is the topmost such process.
+bool inheritedFromParent(pid_t pid, const char* name, int value) {
+  auto st = readStat(pid);
+  return st && digitsVar(st->ppid, name) == value;
+}
+
+}  // namespace
+
+std::optional<int> DescendantRanks::rankOf(pid_t pid) const {
+  auto rank = digitsVar(pid, "RANK");
+  if (!rank || inheritedFromParent(pid, "RANK", *rank)) return std::nullopt;
+  return rank;
+}
+
 void DescendantRanks::classify(pid_t pid) {
   if (classified_.count(pid)) return;
   if (launcher_pid_ && pid == *launcher_pid_) {
     classified_.insert(pid);
     return;
   }
-  auto rank_text = environVar(pid, "RANK");
-  if (!rank_text || rank_text->empty() || rank_text->find_first_not_of("0123456789") != std::string::npos) {
+  const std::optional<int> rank = rankOf(pid);
+  if (!rank) {
     // Between its fork and its exec a rank still shows its launcher's
     // environment, without RANK. Exec events re-classify it; without them it
     // is looked at again on the next rescan, or it would never be found.
@@ -162,17 +188,56 @@ void DescendantRanks::classify(pid_t pid) {
     return;
   }
   classified_.insert(pid);
-  const int rank = std::atoi(rank_text->c_str());
-  // A rank's own children inherit RANK: the rank is the topmost such process.
-  auto st = readStat(pid);
-  if (st && environVar(st->ppid, "RANK") == rank_text) return;
-  if (auto ws = environVar(pid, "WORLD_SIZE")) ctx_.sink.worldSizeSeen(std::atoi(ws->c_str()));
-  if (ctx_.sink.hasLiveRank(rank)) return;  // e.g. a wrapper that exec'd again
+  if (auto ws = digitsVar(pid, "WORLD_SIZE")) ctx_.sink.worldSizeSeen(*ws);
+  if (ctx_.sink.hasLiveRank(*rank)) return;  // e.g. a wrapper that exec'd again
+  found(*rank, pid);
+}
+
+void DescendantRanks::found(int rank, pid_t pid) {
   std::optional<std::string> node = environVar(pid, "FAULTLINE_NODE");
   if (auto it = agent_nodes_.find(pid); !node && it != agent_nodes_.end()) node = it->second;
   RankState& r = ctx_.sink.rankFound(rank, pid, std::move(node));
   // With the proc connector the exit arrives as an event; without it, by pidfd.
   if (!proc_events_) watchEnd(r);
+}
+
+// The shim's word: process `pid` is rank `rank`. Taken for a live process of
+// the run that no rank is yet, when no live rank has that number.
+void DescendantRanks::reported(int rank, pid_t pid) {
+  if (stopped_ || rank < 0 || ctx_.sink.rankByPid(pid) || ctx_.sink.hasLiveRank(rank)) return;
+  const auto members = this->members();
+  if (std::find(members.begin(), members.end(), pid) == members.end()) return;
+  classified_.insert(pid);
+  found(rank, pid);
+}
+
+// --- the launcher is rank 0 (Lightning) ----------------------------------------
+
+// Lightning's script is its own launcher: run once, it is rank 0, and it
+// starts the script again for ranks 1..N-1 with LOCAL_RANK, NODE_RANK and
+// WORLD_SIZE, never RANK (lightning/fabric/strategies/launchers/
+// subprocess_script.py). On node 0 the global rank is the local one; on
+// another node it depends on the processes per node, which nothing in the
+// environment says: the shim's report names those. Rank 0 is the process
+// that started rank 1..N-1, found with the first of them (or by the shim).
+std::optional<int> LauncherRankZero::rankOf(pid_t pid) const {
+  if (auto rank = DescendantRanks::rankOf(pid)) return rank;
+  auto local = digitsVar(pid, "LOCAL_RANK");
+  if (!local || digitsVar(pid, "NODE_RANK").value_or(0) != 0 || inheritedFromParent(pid, "LOCAL_RANK", *local)) {
+    return std::nullopt;
+  }
+  return local;
+}
+
+void LauncherRankZero::found(int rank, pid_t pid) {
+  DescendantRanks::found(rank, pid);
+  if (rank == 0 || ctx_.sink.hasLiveRank(0)) return;
+  auto st = readStat(pid);
+  if (!st || ctx_.sink.rankByPid(st->ppid)) return;
+  const auto members = this->members();
+  if (std::find(members.begin(), members.end(), st->ppid) == members.end()) return;
+  classified_.insert(st->ppid);
+  DescendantRanks::found(0, st->ppid);
 }
 
 void DescendantRanks::watchEnd(RankState& r) {

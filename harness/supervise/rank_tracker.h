@@ -9,6 +9,13 @@
 //   RunProcessRanks  the ranks are the run's processes anywhere on the host,
 //                    by their FAULTLINE_RUN_ID (Slurm's tasks, the multi-node
 //                    agents' ranks, whose rank_start events are read too).
+//   LauncherRankZero the launcher's own process is rank 0 (a Lightning
+//                    script), its other ranks are descendants carrying
+//                    LOCAL_RANK and NODE_RANK but no RANK.
+//
+// Every tracker that finds ranks also takes a rank's own word for it: the
+// shim's `start` event names the process (torch.multiprocessing.spawn's
+// children and Lightning's rank 0 carry no rank in their environment).
 //
 // A tracker answers which processes are which ranks, which processes are the
 // run's, and when each ends; the watch loop keeps time and events and asks
@@ -83,6 +90,10 @@ class RankTracker {
   virtual void launched(const std::vector<pid_t>& ranks, std::optional<pid_t> launcher);
   // The run's live processes: what the teardown ends and then proves gone.
   virtual std::vector<pid_t> members() const;
+  // A rank's own report (the shim's `start` event): process `pid` is rank
+  // `rank`. Trackers that find ranks take it where their own reading of the
+  // process tree has not named that process or that rank.
+  virtual void reported(int /*rank*/, pid_t /*pid*/) {}
   // No more looking for ranks (the teardown has begun).
   void stop();
 
@@ -119,10 +130,16 @@ class DescendantRanks : public RankTracker {
   bool startsRanks() const override { return false; }
   void open() override;
   void launched(const std::vector<pid_t>& ranks, std::optional<pid_t> launcher) override;
+  void reported(int rank, pid_t pid) override;
 
  protected:
   // Looks at every process not yet looked at; a rank found is recorded.
   virtual void scan();
+  // The rank a process of the run says it is by its environment (RANK); none
+  // for a process that is no rank by it (or is its rank's helper).
+  virtual std::optional<int> rankOf(pid_t pid) const;
+  // Records rank `rank` at `pid` and follows its end.
+  virtual void found(int rank, pid_t pid);
   // A process that exec'd: whether it is the run's, beyond the launcher's tree.
   virtual bool joinsAtExec(pid_t) const { return false; }
   // Whether the rescan goes on with the proc connector open.
@@ -135,6 +152,15 @@ class DescendantRanks : public RankTracker {
  private:
   void armScan();
   void watchEnd(RankState& r);
+};
+
+class LauncherRankZero final : public DescendantRanks {
+ public:
+  using DescendantRanks::DescendantRanks;
+
+ private:
+  std::optional<int> rankOf(pid_t pid) const override;
+  void found(int rank, pid_t pid) override;
 };
 
 class RunProcessRanks final : public DescendantRanks {

@@ -277,8 +277,14 @@ void WatchLoop::teardown() {
     // What is already on its way out is not left behind: a launcher's helpers
     // (multiprocessing's resource tracker, say) exit when its pipes close, a
     // few milliseconds after it. Only what is still there after a moment is.
-    runUntil([&] { return runEmpty(); },
-             std::min<std::chrono::nanoseconds>(seconds(opts_.grace_s), std::chrono::milliseconds(1000)));
+    // Ranks orphaned by a launcher that was itself a rank (Lightning's rank
+    // 0) get the grace period to die of their own errors, as they do once
+    // their peer is gone (Lightning's exception path takes about a second);
+    // one still running after it was left behind.
+    const auto allowance = orphaned_.empty()
+                               ? std::min<std::chrono::nanoseconds>(seconds(opts_.grace_s), std::chrono::milliseconds(1000))
+                               : std::chrono::nanoseconds(seconds(opts_.grace_s));
+    runUntil([&] { return runEmpty(); }, allowance);
     if (runEmpty()) gone_ns = launch::realtimeNs();
   }
   auto live = runMembers();
@@ -296,7 +302,10 @@ void WatchLoop::teardown() {
     if (stack_ended) {
       noteHeld();
       // The stack finished (or its launcher exited) and left these behind.
-      for (pid_t p : live) addSurvivor(p, "left running after the stack ended");
+      for (pid_t p : live) {
+        addSurvivor(p, orphaned_.count(p) ? "orphaned: its launcher, itself rank 0, ended and left it running"
+                                          : "left running after the stack ended");
+      }
     } else {
       requestStackDumps(noteHeld);
     }

@@ -336,9 +336,19 @@ void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {
   }
   progress(true);
   timeline(std::nullopt, "launcher " + outcomeText(outcome), TimelineKind::kExit);
-  // Ranks the launcher reaped before we saw them end.
+  // A launcher that was a rank and ended abnormally (killed, or exited
+  // non-zero) without ending the ranks it started orphaned them: noted now,
+  // before they die of their own errors a moment later.
+  if (launcher_ && rankByPid(launcher_->pid) && !in_teardown_ && (outcome.signal() || outcome.exitCode().value_or(0) != 0)) {
+    for (auto& r : ranks_) {
+      if (r->pid != launcher_->pid && !r->finished && !doomed(r->pid)) orphaned_.insert(r->pid);
+    }
+  }
+  // Ranks the launcher reaped before we saw them end; the launcher itself
+  // where it was a rank (LauncherRankZero).
   for (auto& r : ranks_) {
-    if (!r->finished && !isAlive(r->pid)) onRankExit(*r, std::nullopt, t_ns);
+    if (r->finished || isAlive(r->pid)) continue;
+    onRankExit(*r, launcher_ && r->pid == launcher_->pid ? std::optional<ProcessOutcome>(outcome) : std::nullopt, t_ns);
   }
   if (!in_teardown_) stop_main_ = true;
 }
@@ -437,6 +447,9 @@ void WatchLoop::readEvents(int rank) {
   bool any_event = false, progress_event = false;
   size_t n = it->second.readNew([&](std::string_view line) {
     const LineFields f = tracker_.onLine(rank, line);
+    // The shim's `start` says which process is this rank (spawn's and
+    // Lightning's ranks carry no RANK for the tracker to read).
+    if (f.ev == "start" && f.pid && f.rank >= 0) rank_tracker_->reported(f.rank, static_cast<pid_t>(*f.pid));
     if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
     any_event = any_event || !f.ev.empty();
     progress_event = progress_event || (!f.ev.empty() && f.ev != "start" && f.ev != "instrument");

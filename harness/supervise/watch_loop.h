@@ -12,6 +12,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -192,6 +193,10 @@ class WatchLoop : private RankTracker::Sink {
   std::vector<TimelineEntry> timeline_;
   std::vector<std::string> notes_;
   std::vector<pid_t> adopted_;  // orphans reaped by the harness (daemons whose parent died)
+  // Ranks left running when a launcher that was itself a rank (Lightning's
+  // rank 0) ended abnormally, with nothing already ending them: nobody will
+  // stop them but their own errors (the teardown gives them its grace).
+  std::set<pid_t> orphaned_;
 };
 
 }  // namespace faultline::supervise

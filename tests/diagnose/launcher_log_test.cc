@@ -33,6 +33,20 @@ TEST(LauncherLog, TorchrunChildFailedErrorBlock) {
   EXPECT_TRUE(log.unattributed.empty());
 }
 
+TEST(LauncherLog, LightningChildProcessObserverBlamesTheChild) {
+  // Lightning 2.6's observer in rank 0, 5 s after rank 1 exited with code 3
+  // (real output; it then SIGKILLed rank 0 itself).
+  LauncherLog log = parseLauncherLog(
+      "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/2\n"
+      "[rank: 1] Child process with PID 14917 terminated with code 3. Forcefully terminating all other processes "
+      "to avoid zombies \xF0\x9F\xA7\x9F\n");
+  ASSERT_TRUE(log.claimed_root_rank);
+  EXPECT_EQ(*log.claimed_root_rank, 1);
+  ASSERT_EQ(log.failed_pids.size(), 1u);
+  EXPECT_EQ(log.failed_pids[0].pid, 14917);
+  EXPECT_EQ(log.failed_pids[0].exit_code, 3);
+}
+
 TEST(LauncherLog, TorchrunDefaultFlagsCrash) {
   // Debian torchrun 1.13 on Python 3.11 dies in to_map with its stock flags.
   LauncherLog log = parseLauncherLog(readFile(fixture("torchrun_default_flags/launcher/stderr")));

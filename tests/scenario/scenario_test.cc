@@ -138,13 +138,44 @@ TEST(ScenarioErrors, SyntaxError) {
 
 TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
-            "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect");
+            "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect, expect_on");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
             "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s");
+}
+
+TEST(Scenario, AFrameworksStackHasItsOwnTrainerAndExpectations) {
+  const std::string head =
+      "name = \"x\"\n[stack]\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
+      "stacks = [\"torchrun\", \"lightning\"]\n";
+  auto s = parseScenarioText(head + "[stack.command_on]\nlightning = [\"python3\", \"lit.py\"]\n"
+                                    "[expect]\n\"teardown.clean\" = true\n\"root_cause.rank\" = 1\n"
+                                    "[expect_on.lightning]\n\"teardown.clean\" = false\n\"teardown.escalation\" = \"sigkill\"\n",
+                             "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->stack.commandOn("lightning"), (std::vector<std::string>{"python3", "lit.py"}));
+  EXPECT_EQ(s->stack.commandOn("torchrun"), (std::vector<std::string>{"python3", "plain.py"}));
+  const auto plain = s->expectationsOn("torchrun");
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0].value, true);
+  const auto lit = s->expectationsOn("lightning");
+  ASSERT_EQ(lit.size(), 3u);
+  EXPECT_EQ(lit[0].path, "root_cause.rank");
+  EXPECT_EQ(lit[1].path, "teardown.clean");
+  EXPECT_EQ(lit[1].value, false);
+  EXPECT_EQ(lit[2].path, "teardown.escalation");
+
+  EXPECT_EQ(errorOf(head + "[stack.command_on]\nlaunch = [\"python3\", \"l.py\"]\n[expect]\n\"a\" = 1\n"),
+            "s.toml:7:10: stack.command_on.launch: launch is not in stack.stacks, so this command never runs");
+  EXPECT_EQ(errorOf(head + "[stack.command_on]\nmpirun = [\"x\"]\n[expect]\n\"a\" = 1\n").substr(0, 66),
+            "s.toml:7:10: stack.command_on.mpirun: unknown launcher 'mpirun', e");
+  EXPECT_EQ(errorOf(head + "[stack.command_on]\nlightning = []\n[expect]\n\"a\" = 1\n"),
+            "s.toml:7:13: stack.command_on.lightning: expected [\"program\", ...], got []");
+  EXPECT_EQ(errorOf(head + "[expect]\n\"verdict\" = \"pass\"\n[expect_on.spawn]\n\"verdict\" = \"fail\"\n"),
+            "s.toml:8:12: expect_on.spawn: spawn is not in stack.stacks, so these never apply");
 }
 
 TEST(Scenario, ToolsAreAlternativesOfTheKnownStackDumpers) {
@@ -231,7 +262,7 @@ TEST(ScenarioErrors, ImpossibleValues) {
             "s.toml:3:18: limits.hang_timeout_s: -1.0 is impossible, expected a positive number of seconds");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 0\n"), "s.toml:3:14: stack.world_size: 0 is out of range, expected 1..4096");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"mpirun\"\n"),
-            "s.toml:3:12: stack.launcher: unknown launcher 'mpirun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm or external");
+            "s.toml:3:12: stack.launcher: unknown launcher 'mpirun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm, lightning or external");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntrainer = \"command\"\n"),
             "s.toml:2:1: [stack]: trainer = \"command\" needs command = [\"program\", ...]");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"hung_collective\"\narg = \"nap\"\n"),

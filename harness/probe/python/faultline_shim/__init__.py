@@ -5,7 +5,8 @@ Armed when the harness gave the process a place for events
 a process that is a rank: RANK is set (and its parent is not a Python
 process of the same rank: DataLoader workers and other helpers a rank starts
 inherit RANK but are not ranks), or it is process i of
-torch.multiprocessing.spawn. An active shim writes the rank's events:
+torch.multiprocessing.spawn, or, without RANK, it calls init_process_group
+with a rank (Lightning's ranks, _late_rank.py). An active shim writes the rank's events:
 start, pg_init / pg_destroy, collective_begin / collective_end, step_begin /
 step_end, samples, fingerprint, error (docs/BLACKBOX.md says what each means
 and where it comes from), dumps every thread's stack into ranks/R/stacks.txt
@@ -78,7 +79,7 @@ def _patch_torch():
     _imports.when_imported("torch.utils.data.dataloader", _data.patch_dataloader, "data.dataloader")
 
 
-def activate(rank, spawned=False):
+def activate(rank, spawned=False, world_size=None):
     """Makes this process rank `rank`: events, stack dumps, hooks, patches."""
     if _state.recorder is not None:
         return
@@ -90,7 +91,7 @@ def activate(rank, spawned=False):
     rec = _events.Recorder(rank, path)
     _state.recorder = rec
     fields = {}
-    world = _parse_rank(os.environ.get("WORLD_SIZE"))
+    world = world_size if world_size is not None else _parse_rank(os.environ.get("WORLD_SIZE"))
     if world is not None and not spawned:
         fields["world_size"] = world
     rec.emit("start", **fields)
@@ -116,6 +117,14 @@ def _activate_spawned(rank):
     activate(rank, spawned=True)
 
 
+def _activate_at_init(rank, world_size):
+    from . import _late_rank
+
+    activate(rank, world_size=world_size)
+    if _state.recorder is not None:
+        _late_rank.name_for_interposer(rank)
+
+
 def boot():
     """Called by sitecustomize at start-up."""
     if not os.environ.get("FAULTLINE_EVENTS") and not os.environ.get("FAULTLINE_EVENTS_DIR"):
@@ -125,7 +134,14 @@ def boot():
     # Any Python process of the run may start torch.multiprocessing.spawn children.
     _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned), "spawn.wrap")
     rank = _parse_rank(os.environ.get("RANK"))
-    if rank is None or _parent_is_same_rank(rank):
+    if rank is None:
+        # Maybe a rank that init_process_group names (Lightning's: _late_rank).
+        from . import _late_rank
+
+        _imports.when_imported("torch.distributed.distributed_c10d",
+                               lambda m: _late_rank.patch(m, _activate_at_init), "rank.init_process_group")
+        return
+    if _parent_is_same_rank(rank):
         return
     activate(rank)
 

@@ -17,6 +17,9 @@ _TORCH_PACKAGES = frozenset((
     "torch", "functorch", "torchgen", "caffe2", "triton", "nvidia",
     "filelock", "typing_extensions", "sympy", "mpmath", "networkx", "jinja2", "markupsafe", "fsspec",
     "setuptools", "pkg_resources", "_distutils_hack",
+    # the training frameworks faultline runs as stacks
+    "lightning", "pytorch_lightning", "lightning_fabric", "lightning_utilities", "torchmetrics",
+    "accelerate", "deepspeed", "huggingface_hub", "safetensors",
 ))
 _VERSIONED = re.compile(r"^python\d+\.\d+$")
 _EXTRA = tuple(p.rstrip("/") for p in os.environ.get("FAULTLINE_LIBRARY_PATHS", "").split(":") if p)

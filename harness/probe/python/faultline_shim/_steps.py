@@ -26,7 +26,10 @@ def current_step():
 def on_ddp_forward(ddp):
     """True when this forward begins a step."""
     global _open
-    if _open or not ddp.training:
+    # The wrapped module's mode: Lightning puts its LightningModule in
+    # training mode, never the DDP wrapper around it (whose own flag stays
+    # as its last eval() left it); ddp.train() sets both.
+    if _open or not getattr(ddp, "module", ddp).training:
         return False
     import torch
 

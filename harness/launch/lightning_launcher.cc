@@ -1,0 +1,57 @@
+// The lightning stack: PyTorch Lightning's own launcher, which is the user's
+// script. `python train.py` with Trainer(strategy="ddp", devices=N) is rank 0
+// and starts the script again for ranks 1..N-1 with LOCAL_RANK, NODE_RANK and
+// WORLD_SIZE but no RANK (lightning/fabric/strategies/launchers/
+// subprocess_script.py): the launcher process is a rank
+// (RankDiscovery::kLauncherRankZero). When a child exits non-zero, Lightning's
+// child-process observer (polling every 5 s) SIGKILLs the other children and
+// rank 0 itself; when rank 0 raises, it SIGKILLs its children and exits
+// (trainer/call.py, _interrupt). That is the teardown under test.
+#include "harness/launch/observed_launcher.h"
+
+namespace faultline::launch {
+namespace {
+
+class LightningLauncher final : public ObservedLauncher {
+ public:
+  std::string name() const override { return "lightning"; }
+  RankDiscovery rankDiscovery() const override { return RankDiscovery::kLauncherRankZero; }
+
+  // The trainer script runs with --devices N (its own flag, as Lightning's
+  // examples and LightningCLI's --trainer.devices take it), and the port
+  // faultline chose: Lightning takes MASTER_PORT from the environment, and
+  // picks a free one itself only without it (racing other runs).
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (!in.python_trainer) {
+      return tl::unexpected(Unsupported{"Lightning's launcher is a Python script's own Trainer; this scenario's trainer is not one"});
+    }
+    PlannedStart p{in.trainer, 1, {}};
+    p.command.insert(p.command.end(), {"--devices", std::to_string(in.scenario->stack.world_size)});
+    p.env["MASTER_ADDR"] = "127.0.0.1";
+    p.env["MASTER_PORT"] = std::to_string(in.master_port);
+    return p;
+  }
+
+  // A one-rank DDP job: Fabric's launch() joins a process group of one.
+  StackOffer offer(const TorchInstall* torch, const std::string&) const override {
+    if (!torch) return {};
+    auto it = torch->frameworks.find("lightning");
+    StackOffer o{torch->python + " (lightning " + (it == torch->frameworks.end() ? "?" : it->second) + ")", "", {}, ""};
+    o.check = {torch->python, "-c",
+               "import lightning as L, torch.distributed as d\n"
+               "f = L.Fabric(accelerator='cpu', devices=1, strategy='ddp')\n"
+               "f.launch()\n"
+               "assert d.is_initialized() and d.get_world_size() == 1\n"};
+    o.check_what = "a one-rank Lightning Fabric DDP job";
+    return o;
+  }
+};
+
+}  // namespace
+
+const Launcher& lightningLauncher() {
+  static const LightningLauncher kLauncher;
+  return kLauncher;
+}
+
+}  // namespace faultline::launch
