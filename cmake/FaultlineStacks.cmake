@@ -34,3 +34,33 @@ print(re.search(r"__version__\s*=\s*['\"](\d+\.\d+)", open(os.path.join(d, "vers
   list(REMOVE_DUPLICATES series)
   set(${out} "${series}" PARENT_SCOPE)
 endfunction()
+
+# The framework stacks installed beside a torch (lightning@2.6, ...): each
+# framework in $FAULTLINE_OPT/frameworks-*/ (ci/deps), at its MAJOR.MINOR.
+function(faultline_framework_stacks out)
+  set(opt /opt/faultline)
+  if(DEFINED ENV{FAULTLINE_OPT} AND NOT "$ENV{FAULTLINE_OPT}" STREQUAL "")
+    set(opt "$ENV{FAULTLINE_OPT}")
+  endif()
+  file(GLOB venvs "${opt}/frameworks-*/bin/python")
+  set(probe [=[
+import importlib.metadata as md
+for name in ("lightning",):
+    try:
+        v = md.version(name).split(".")
+        print("%s@%s.%s" % (name, v[0], v[1]))
+    except Exception:
+        pass
+]=])
+  set(stacks "")
+  foreach(python IN LISTS venvs)
+    execute_process(COMMAND "${python}" -c "${probe}" OUTPUT_VARIABLE v RESULT_VARIABLE rc ERROR_QUIET
+                    OUTPUT_STRIP_TRAILING_WHITESPACE)
+    if(rc EQUAL 0 AND NOT v STREQUAL "")
+      string(REPLACE "\n" ";" found "${v}")
+      list(APPEND stacks ${found})
+    endif()
+  endforeach()
+  list(REMOVE_DUPLICATES stacks)
+  set(${out} "${stacks}" PARENT_SCOPE)
+endfunction()
