@@ -14,6 +14,7 @@ const Launcher& distributedLaunchLauncher();
 const Launcher& spawnLauncher();
 const Launcher& slurmLauncher();
 const Launcher& lightningLauncher();
+const Launcher& accelerateLauncher();
 
 namespace {
 const Launcher& builtinLauncher() {
@@ -31,6 +32,7 @@ const std::vector<const Launcher*>& allLaunchers() {
       &spawnLauncher(),
       &slurmLauncher(),
       &lightningLauncher(),
+      &accelerateLauncher(),
       &externalLauncher(),
   };
   return kAll;

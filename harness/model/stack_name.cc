@@ -17,6 +17,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"spawn",              true, true,  false, false, false, false, {}},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}},
       {"lightning",          true, true,  false, true,  false, false, {},          "lightning"},
+      {"accelerate",         true, true,  false, true,  false, false, {},          "accelerate"},
       {"external",           false, false, false, false, true, false, {}},
   };
   return kTable;

@@ -168,11 +168,26 @@ def _flush_pending():
             _instrument.pass_through(e)
 
 
+def _sharding_batch_sampler(batch_sampler):
+    """A batch sampler that hands this rank its share of another one's
+    batches (accelerate's BatchSamplerShard: batch_sampler, num_processes,
+    process_index); None for any other."""
+    inner = getattr(batch_sampler, "batch_sampler", None)
+    if inner is None or not hasattr(batch_sampler, "num_processes") or not hasattr(batch_sampler, "process_index"):
+        return None
+    return inner
+
+
 def _follow_loader_pass(it, loader):
     """After _BaseDataLoaderIter set _sampler_iter: record it if this loader is followed."""
     global _pending
     sampler = getattr(loader, "sampler", None)
     batch_sampler = getattr(loader, "batch_sampler", None)
+    unsharded = _sharding_batch_sampler(batch_sampler)
+    if unsharded is not None and _faults.armed and _faults.drops_sampler():
+        # unsharded_data where a framework shards by batches (accelerate):
+        # every batch of the sampler it wraps, on every rank.
+        it._sampler_iter = iter(unsharded)
     inner = getattr(batch_sampler, "sampler", None)
     if _distributed_sampler is not None and (isinstance(sampler, _distributed_sampler) or
                                              isinstance(inner, _distributed_sampler)):

@@ -29,7 +29,9 @@ Kinds (what the rank does at the point):
                          element; arg=op: another collective in its place
   straggler              sleep arg ms (default 200) in every step from the point
   seed_mismatch          perturb the model's parameters before DDP wraps it
-  unsharded_data         the DistributedSampler hands out every index (as if absent)
+  unsharded_data         the DistributedSampler hands out every index (as if absent);
+                         a sharding batch sampler (accelerate's BatchSamplerShard)
+                         every batch of the one it wraps
 
 Every fault is announced by a `fault` event (kind, step, point, source
 "shim") before it strikes, so the truth is in the run directory beside

@@ -1,0 +1,78 @@
+// The accelerate stack: HuggingFace's `accelerate launch`. With
+// --multi_gpu --num_processes N it runs torch.distributed.run in its own
+// process (accelerate/commands/launch.py, multi_gpu_launcher), so its ranks
+// carry RANK like torchrun's, and what it prints on a failure is
+// torchelastic's ChildFailedError block. On CPU the flag means only "N
+// processes"; its --cpu path starts one process whatever --num_processes
+// says, which is no multi-rank stack.
+#include <filesystem>
+
+#include "harness/launch/observed_launcher.h"
+
+namespace faultline::launch {
+namespace {
+
+std::string accelerateProgram(const TorchInstall& torch) {
+  return (std::filesystem::path(torch.python).parent_path() / "accelerate").string();
+}
+
+// accelerate launch's flags for N local processes at `port`, every value it
+// would otherwise take from a config file (or warn about) given.
+std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
+  return {accelerateProgram(torch), "launch", "--multi_gpu", "--num_processes", std::to_string(nproc), "--num_machines", "1",
+          "--main_process_port", std::to_string(port), "--mixed_precision", "no", "--dynamo_backend", "no"};
+}
+
+class AccelerateLauncher final : public ObservedLauncher {
+ public:
+  std::string name() const override { return "accelerate"; }
+
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (!in.python_trainer || in.trainer.size() < 2) {
+      return tl::unexpected(Unsupported{"accelerate launch runs a Python script; this scenario's trainer is not one"});
+    }
+    const int n = in.scenario->stack.world_size;
+    if (n < 2) return tl::unexpected(Unsupported{"accelerate launch --multi_gpu needs at least 2 processes"});
+    PlannedStart p{launchFlags(*in.torch, n, in.master_port), 1, {}};
+    p.command.insert(p.command.end(), in.trainer.begin() + 1, in.trainer.end());
+    return p;
+  }
+
+  StackOffer offer(const TorchInstall* torch, const std::string&) const override {
+    if (!torch) return {};
+    auto it = torch->frameworks.find("accelerate");
+    StackOffer o{accelerateProgram(*torch) + " launch (accelerate " + (it == torch->frameworks.end() ? "?" : it->second) + ")",
+                 "", {}, ""};
+    auto port = findFreePort();
+    o.check = launchFlags(*torch, 2, port ? *port : 29500);
+    o.check.insert(o.check.begin() + 2, "--no_python");
+    o.check.push_back("/bin/true");
+    o.check_what = "a two-process accelerate launch of /bin/true";
+    return o;
+  }
+
+  // Stopped as its users stop it (Ctrl-C, a scheduler's SIGTERM): the
+  // signal to accelerate's process, whose in-process torchrun agent passes it
+  // on to the ranks, waits for them and exits. It is a heavy process (accelerate,
+  // huggingface_hub and torch imported) and took 1.2 to 2.3 s to exit on an
+  // idle 2-core machine; every process of the run at once, as for torchrun,
+  // left it over a 3-s grace under load.
+  StopOrder stopOrder() const override { return StopOrder::kLauncherFirst; }
+  double launcherGraceS() const override { return 10; }
+
+  // Its torchrun prints torchelastic's failure block on its own stderr.
+  LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override {
+    LauncherLog log = ObservedLauncher::ownLog(opts, layout);
+    log.format = "torchelastic";
+    return log;
+  }
+};
+
+}  // namespace
+
+const Launcher& accelerateLauncher() {
+  static const AccelerateLauncher kLauncher;
+  return kLauncher;
+}
+
+}  // namespace faultline::launch

@@ -1,0 +1,121 @@
+// Launchers whose ranks carry no RANK, end to end through `faultline exec`:
+// Lightning's (the user's script is rank 0 and re-runs itself for the others
+// with LOCAL_RANK) and torch.multiprocessing.spawn's (children named by the
+// shim). The ranks must be found, by their environment or by the shim's
+// word, and a scripted fault must be struck on the rank it names.
+#include <unistd.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "harness/model/report.h"
+#include "harness/model/supervisor_record.h"
+#include "tests/supervise/test_support.h"
+
+namespace faultline {
+namespace {
+
+using faultline::testing::LeakGuard;
+using faultline::testing::readFile;
+using faultline::testing::TempDir;
+
+constexpr const char* kFrameworks = "/opt/faultline/frameworks-2.13/bin/python";  // ci/deps
+constexpr const char* kTorch2 = "/opt/faultline/torch-2.13/bin/python";
+
+int runFaultline(const std::vector<std::string>& args, const std::string& log) {
+  testing::SpawnOptions o;
+  o.argv = {FL_FAULTLINE};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.stdout_path = log;
+  o.stderr_to_stdout = true;
+  return testing::waitChild(testing::spawnChild(o)).code();
+}
+
+std::string fixture(const std::string& name) { return std::string(FL_SOURCE_DIR) + "/scenarios/python/" + name; }
+
+std::set<int> ranksOf(const SupervisorRecord& s) {
+  std::set<int> out;
+  for (const auto& r : s.ranks) out.insert(r.rank);
+  return out;
+}
+
+int pidOfRank(const SupervisorRecord& s, int rank) {
+  for (const auto& r : s.ranks) {
+    if (r.rank == rank) return r.pid;
+  }
+  return 0;
+}
+
+TEST(LightningCli, WithoutTheShimRankZeroIsTheScriptAndTheOthersItsReRuns) {
+  if (::access(kFrameworks, X_OK) != 0) GTEST_FAIL() << kFrameworks << " missing: ci/deps installs it";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--launcher", "lightning", "--no-instrument", "--deadline", "120", "-o", out, "--",
+                               kFrameworks, fixture("frameworks/lightning_ddp.py"), "--devices", "3", "--steps", "4"},
+                              dir / "log");
+  EXPECT_EQ(rc, 0) << readFile(dir / "log");
+  auto s = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_EQ(ranksOf(*s), (std::set<int>{0, 1, 2})) << readFile(out + "/supervisor.json");
+  ASSERT_TRUE(s->launcher_process);
+  // Lightning's launcher is rank 0 itself, not a process above it.
+  EXPECT_EQ(pidOfRank(*s, 0), s->launcher_process->pid);
+  for (const auto& r : s->ranks) {
+    EXPECT_EQ(r.exit_code, 0) << "rank " << r.rank;
+  }
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  EXPECT_TRUE(report->teardown.clean);
+}
+
+TEST(LightningCli, TheShimStrikesAChildRankAtItsStep) {
+  if (::access(kFrameworks, X_OK) != 0) GTEST_FAIL() << kFrameworks << " missing: ci/deps installs it";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--launcher", "lightning", "--hang-timeout", "20", "--deadline", "120", "-o", out,
+                               "--fault", "exception:rank=2:step=3", "--", kFrameworks,
+                               fixture("frameworks/lightning_ddp.py"), "--devices", "3", "--steps", "8"},
+                              dir / "log");
+  EXPECT_EQ(rc, 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  ASSERT_TRUE(report->root_cause) << readFile(out + "/report.json");
+  EXPECT_EQ(report->root_cause->rank, 2);
+  EXPECT_EQ(report->root_cause->exception_type, "NameError");
+  ASSERT_TRUE(report->root_cause->location);
+  // The user's script, never Lightning's loop that called it.
+  EXPECT_NE(report->root_cause->location->file.find("lightning_ddp.py"), std::string::npos)
+      << report->root_cause->location->file;
+  ASSERT_EQ(report->faults.size(), 1u);
+  EXPECT_TRUE(report->faults[0].struck) << readFile(out + "/report.json");
+  auto s = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ranksOf(*s), (std::set<int>{0, 1, 2}));
+}
+
+TEST(SpawnCli, ChildrenWithoutRankAreFoundByTheShimsWord) {
+  if (::access(kTorch2, X_OK) != 0) GTEST_FAIL() << kTorch2 << " missing: ci/deps installs it";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--launcher", "external", "--deadline", "120", "-o", out, "--", kTorch2,
+                               fixture("spawn_name_error.py")},
+                              dir / "log");
+  EXPECT_EQ(rc, 1) << readFile(dir / "log");
+  auto s = readSupervisorRecord(out + "/supervisor.json");
+  ASSERT_TRUE(s) << s.error().str();
+  EXPECT_EQ(ranksOf(*s), (std::set<int>{0, 1})) << readFile(out + "/supervisor.json");
+  EXPECT_NE(pidOfRank(*s, 1), s->launcher_process ? s->launcher_process->pid : 0);
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report);
+  ASSERT_TRUE(report->root_cause);
+  EXPECT_EQ(report->root_cause->rank, 1);
+}
+
+}  // namespace
+}  // namespace faultline
