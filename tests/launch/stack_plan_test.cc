@@ -67,6 +67,36 @@ TEST(StackPlan, BareNameTakesTheNewestTorchAndAVersionPicksItsOwn) {
   EXPECT_TRUE(planStack(s, "torchrun", Tools{}, "/out", 1, "/sc").unsupported);
 }
 
+TEST(StackPlan, AFrameworksStackRunsWhereItIsInstalledNamedByItsOwnVersion) {
+  Tools tools = twoTorches();
+  TorchInstall fw = tools.torches[0];
+  fw.python = "/opt/fw/bin/python";
+  fw.frameworks = {{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}};
+  tools.torches.insert(tools.torches.begin() + 1, fw);
+  const auto s = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
+                       "stacks = [\"torchrun\", \"lightning\", \"accelerate\"]\nworld_size = 3\n"
+                       "[stack.command_on]\nlightning = [\"python3\", \"lit.py\"]\naccelerate = [\"python3\", \"acc.py\"]");
+  auto lit = planStack(s, "lightning", tools, "/out", 29555, "/sc");
+  ASSERT_FALSE(lit.unsupported) << *lit.unsupported;
+  EXPECT_EQ(lit.stack, "lightning@2.6");
+  EXPECT_EQ(lit.torch, "2.13.0+cpu");
+  // The script is its own launcher: run once, on the framework's interpreter, with --devices N.
+  EXPECT_EQ(lit.launch.command, (std::vector<std::string>{"/opt/fw/bin/python", "lit.py", "--devices", "3"}));
+  EXPECT_EQ(lit.launch.env.at("MASTER_PORT"), "29555");
+  auto acc = planStack(s, "accelerate@1.16", tools, "/out", 29556, "/sc");
+  ASSERT_FALSE(acc.unsupported) << *acc.unsupported;
+  ASSERT_GE(acc.launch.command.size(), 3u);
+  EXPECT_EQ(acc.launch.command[0], "/opt/fw/bin/accelerate");
+  EXPECT_EQ(acc.launch.command.back(), "acc.py");
+  // torch's own stacks keep the install with nothing beside torch.
+  auto plain = planStack(s, "torchrun@2.13", tools, "/out", 1, "/sc");
+  EXPECT_EQ(plain.launch.command.front(), "/opt/t2/bin/torchrun");
+  auto wrong = planStack(s, "lightning@2.5", tools, "/out", 1, "/sc");
+  ASSERT_TRUE(wrong.unsupported);
+  EXPECT_NE(wrong.unsupported->find("lightning 2.5 is not installed"), std::string::npos) << *wrong.unsupported;
+  EXPECT_TRUE(planStack(s, "lightning", twoTorches(), "/out", 1, "/sc").unsupported);
+}
+
 TEST(StackPlan, ReferenceTrainerIsTheOneBuiltForTheStacksTorch) {
   const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]");
   EXPECT_EQ(planStack(s, "builtin", twoTorches(), "/out", 1, "/sc").launch.command.front(), "/b/faultline-trainer-torch2.13");
