@@ -200,6 +200,17 @@ bool joinsProcessGroup(const Analysis& a) {
   return false;
 }
 
+namespace {
+
+// A scripted fault of faultline's was struck in this rank (a `fault` event,
+// or the reference trainer's own announcement): its failure has a cause.
+bool struckByAFault(const RankInput& r) {
+  if (!r.announced_faults.empty()) return true;
+  return std::any_of(r.events.events.begin(), r.events.events.end(), [](const Event& e) { return e.ev == "fault"; });
+}
+
+}  // namespace
+
 std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
   // Every rank that failed by its own fault failed the same way, within
   // moments: a missing script, a bad argument, an import error on every
@@ -214,6 +225,12 @@ std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
   const std::optional<std::string> command = rankCommand(*a.in, *first.in);
   const bool one_for_all = a.primaries.size() == 1 && first.evidence.command_line && command;
   if (a.primaries.size() < 2 && !one_for_all) return std::nullopt;
+  // A fault faultline struck in some of them caused theirs; the others'
+  // like failure a moment later is its consequence (a Gloo peer that aborts
+  // when the aborted rank's sockets close), not the same cause everywhere.
+  const size_t struck = std::count_if(a.primaries.begin(), a.primaries.end(),
+                                      [&](int r) { return struckByAFault(*a.states.at(r).in); });
+  if (struck > 0 && struck < a.primaries.size()) return std::nullopt;
   const std::string sig = failureSignature(first.evidence);
   std::optional<int64_t> lo, hi;
   std::set<std::string> reached;

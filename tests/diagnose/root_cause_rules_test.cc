@@ -196,6 +196,30 @@ TEST(RootCauseRules, SameFailureEverywhereNeedsTheSameFailure) {
   EXPECT_FALSE(runRule(sameFailureEverywhere, late));
 }
 
+// yours-abort on builtin@2.13 (catalog run): the scripted abort struck rank 0
+// and rank 1 aborted 38 ms later, when Gloo lost its peer. Rank 0's failure
+// has a cause; rank 1's is its consequence, not the same failure everywhere.
+TEST(RootCauseRules, AScriptedFaultsRankIsNoPartOfTheSameFailureEverywhere) {
+  RunInput in;
+  addRank(in, 0, std::nullopt, "SIGABRT", 1'000'000);
+  addRank(in, 1, std::nullopt, "SIGABRT", 39'000'000);
+  auto both = runRule(sameFailureEverywhere, in);
+  ASSERT_TRUE(both);  // without the fault event: alike, within moments
+  Event fault;
+  fault.ev = "fault";
+  fault.kind = "abort";
+  fault.step = 4;
+  in.ranks[0].events.events.push_back(fault);
+  EXPECT_FALSE(runRule(sameFailureEverywhere, in));
+  auto chosen = chooseRootCause(analyse(in));
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->cause.rank, 0);
+  // A fault struck in every one of them (rank=all): still their common failure.
+  fault.kind = "abort";
+  in.ranks[1].events.events.push_back(fault);
+  EXPECT_TRUE(runRule(sameFailureEverywhere, in));
+}
+
 TEST(RootCauseRules, SameFailureEverywhereCountsRanksStoppedBeforeGettingFurther) {
   RunInput in;
   addRank(in, 0, 1, std::nullopt, 1'000).errors.push_back(pyError("ModuleNotFoundError", "No module named 'x'"));
