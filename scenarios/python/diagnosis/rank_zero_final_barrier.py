@@ -2,6 +2,8 @@
 rank 0 writes its summary, but the wait is only on rank 0
 (`if dist.get_rank() == 0:` around the barrier). Rank 1 finishes and exits;
 rank 0 waits in a barrier nobody else enters."""
+import os
+import sys
 from datetime import timedelta
 
 import torch
@@ -9,6 +11,8 @@ import torch.distributed as dist
 import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gloo_exit  # noqa: E402  torch 2.x's abort at exit (rank 1 exits while rank 0 waits); before any backward()
 
 def main():
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
@@ -23,6 +27,7 @@ def main():
     if dist.get_rank() == 0:
         dist.barrier()  # the bug: only rank 0 waits
         print("summary written", flush=True)
+    gloo_exit.settle(model)
     dist.destroy_process_group()
 
 
