@@ -201,12 +201,15 @@ void DescendantRanks::found(int rank, pid_t pid) {
   if (!proc_events_) watchEnd(r);
 }
 
+bool DescendantRanks::isMember(pid_t pid) const {
+  const auto all = members();
+  return std::find(all.begin(), all.end(), pid) != all.end();
+}
+
 // The shim's word: process `pid` is rank `rank`. Taken for a live process of
 // the run that no rank is yet, when no live rank has that number.
 void DescendantRanks::reported(int rank, pid_t pid) {
-  if (stopped_ || rank < 0 || ctx_.sink.rankByPid(pid) || ctx_.sink.hasLiveRank(rank)) return;
-  const auto members = this->members();
-  if (std::find(members.begin(), members.end(), pid) == members.end()) return;
+  if (stopped_ || rank < 0 || ctx_.sink.rankByPid(pid) || ctx_.sink.hasLiveRank(rank) || !isMember(pid)) return;
   classified_.insert(pid);
   found(rank, pid);
 }
@@ -233,9 +236,7 @@ void LauncherRankZero::found(int rank, pid_t pid) {
   DescendantRanks::found(rank, pid);
   if (rank == 0 || ctx_.sink.hasLiveRank(0)) return;
   auto st = readStat(pid);
-  if (!st || ctx_.sink.rankByPid(st->ppid)) return;
-  const auto members = this->members();
-  if (std::find(members.begin(), members.end(), st->ppid) == members.end()) return;
+  if (!st || ctx_.sink.rankByPid(st->ppid) || !isMember(st->ppid)) return;
   classified_.insert(st->ppid);
   DescendantRanks::found(0, st->ppid);
 }

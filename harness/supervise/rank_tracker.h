@@ -140,6 +140,8 @@ class DescendantRanks : public RankTracker {
   virtual std::optional<int> rankOf(pid_t pid) const;
   // Records rank `rank` at `pid` and follows its end.
   virtual void found(int rank, pid_t pid);
+  // Whether `pid` is a live process of the run (members()).
+  bool isMember(pid_t pid) const;
   // A process that exec'd: whether it is the run's, beyond the launcher's tree.
   virtual bool joinsAtExec(pid_t) const { return false; }
   // Whether the rescan goes on with the proc connector open.
