@@ -416,13 +416,24 @@ std::optional<Candidate> hungCollective(const Analysis& a) {
   if (!h) return std::nullopt;
   const RunInput& in = *a.in;
   auto hung = *h;
-  // Every rank entered it, but the supervisor found one the kernel had stopped
-  // (SIGSTOP, a freeze): that one cannot finish its part.
+  // No rank named (every rank entered it, or one side against another with
+  // no majority: rank 1 of 2 missing), but the supervisor found one the
+  // kernel had stopped (SIGSTOP, a freeze): that one cannot do its part, and
+  // is the evidence for its side.
   if (!hung.rank && in.supervisor && in.supervisor->trigger.kind == TriggerKind::kHang && in.supervisor->trigger.rank &&
       in.supervisor->trigger.detail.find("stopped") != std::string::npos) {
-    hung.rank = in.supervisor->trigger.rank;
-    hung.detail += "; rank " + std::to_string(*hung.rank) + " is stopped (" + in.supervisor->trigger.detail + ")";
-    std::erase(hung.waiting, *hung.rank);
+    const int stopped = *in.supervisor->trigger.rank;
+    hung.rank = stopped;
+    hung.detail += "; rank " + std::to_string(stopped) + " is stopped (" + in.supervisor->trigger.detail + ")";
+    std::erase(hung.waiting, stopped);
+    if (hung.blame == Blame::kAmbiguous) {
+      hung.blame = Blame::kRank;
+      hung.culprits = {stopped};
+      hung.why.clear();  // the detail says it
+      std::stable_partition(hung.sides.begin(), hung.sides.end(), [&](const CollectiveSide& s) {
+        return std::find(s.ranks.begin(), s.ranks.end(), stopped) != s.ranks.end();
+      });
+    }
   }
   // No majority and no evidence in the events: a single missing rank that
   // was alive at the end, somewhere outside torch.distributed, is the laggard.

@@ -98,7 +98,8 @@ struct LauncherLog {
   std::string stderr_path;
   std::string log_dir;      // torchelastic's --log_dir (per-rank logs, error files); "" none
   // How to read it: "torchelastic" (the agent's "Root Cause" block and error
-  // files), "plain" (output only), "" none.
+  // files), "srun", "deepspeed" (launch.py's log lines), "plain" (output
+  // only), "" none. The diagnosis reads every format's lines in any output.
   std::string format;
 };
 

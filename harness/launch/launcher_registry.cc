@@ -15,6 +15,7 @@ const Launcher& spawnLauncher();
 const Launcher& slurmLauncher();
 const Launcher& lightningLauncher();
 const Launcher& accelerateLauncher();
+const Launcher& deepspeedLauncher();
 
 namespace {
 const Launcher& builtinLauncher() {
@@ -33,6 +34,7 @@ const std::vector<const Launcher*>& allLaunchers() {
       &slurmLauncher(),
       &lightningLauncher(),
       &accelerateLauncher(),
+      &deepspeedLauncher(),
       &externalLauncher(),
   };
   return kAll;

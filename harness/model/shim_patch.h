@@ -16,19 +16,20 @@ enum class ShimEvidence {
 };
 
 // Whether the patch `patch` is needed for `what`. "dist" and "ddp" are the
-// labels of a patch that failed as a whole (every part of it is missing).
+// labels of a patch that failed as a whole, "deepspeed.engine" too (every part of it is missing).
 inline bool patchFeeds(std::string_view patch, ShimEvidence what) {
   const bool dist_all = patch == "dist";
   const bool ddp_all = patch == "ddp";
+  const bool deepspeed_all = patch == "deepspeed.engine";  // DeepSpeed's engine, as a whole
   const bool pg = patch == "dist.init_process_group" || patch == "dist.destroy_process_group";
   switch (what) {
     case ShimEvidence::kCollectives:
       return dist_all || ddp_all || (patch.substr(0, 5) == "dist." && !pg) || patch == "ddp.grad_allreduce" ||
              patch == "ddp.forward";
     case ShimEvidence::kSteps:
-      return ddp_all || patch == "ddp.forward" || patch == "optim.step";
+      return ddp_all || deepspeed_all || patch == "ddp.forward" || patch == "deepspeed.forward" || patch == "optim.step";
     case ShimEvidence::kFingerprint:
-      return ddp_all || patch == "ddp.fingerprint";
+      return ddp_all || deepspeed_all || patch == "ddp.fingerprint" || patch == "deepspeed.fingerprint";
     case ShimEvidence::kSamples:
       return patch == "data.distributed_sampler" || patch == "data.dataloader";
     case ShimEvidence::kProcessGroup:

@@ -18,6 +18,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}},
       {"lightning",          true, true,  false, true,  false, false, {},          "lightning"},
       {"accelerate",         true, true,  false, true,  false, false, {},          "accelerate"},
+      {"deepspeed",          true, true,  false, true,  false, false, {},          "deepspeed"},
       {"external",           false, false, false, false, true, false, {}},
   };
   return kTable;

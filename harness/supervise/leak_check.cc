@@ -2,6 +2,7 @@
 #include "harness/supervise/leak_check.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness/supervise/proc_fs.h"
 
@@ -36,6 +37,14 @@ std::vector<std::string> LeakCheck::leaks(const std::vector<pid_t>& survivors) c
     }
   }
   return out;
+}
+
+int LeakCheck::removeLeftShm() const {
+  int removed = 0;
+  for (const auto& path : shm_) {
+    if (::unlink(path.c_str()) == 0) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace faultline::supervise

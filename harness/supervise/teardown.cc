@@ -348,6 +348,10 @@ void WatchLoop::teardown() {
   auto remaining = runMembers();
   for (pid_t p : remaining) addSurvivor(p, "could not be killed");
   teardown_.report.leaks = leaks_.leaks(remaining);
+  if (const int removed = leaks_.removeLeftShm(); removed > 0) {
+    timeline(std::nullopt, "removed " + std::to_string(removed) + " /dev/shm file(s) the run left behind",
+             TimelineKind::kTeardown);
+  }
   teardown_.report.leaks.insert(teardown_.report.leaks.end(), job_leaks.begin(), job_leaks.end());
   for (pid_t p : remaining) teardown_.report.leaks.push_back("process:" + std::to_string(p) + " still running");
   for (auto& left : stack_launcher_.finish(opts_.launch)) teardown_.report.leaks.push_back(std::move(left));

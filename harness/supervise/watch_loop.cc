@@ -450,6 +450,12 @@ void WatchLoop::readEvents(int rank) {
     // The shim's `start` says which process is this rank (spawn's and
     // Lightning's ranks carry no RANK for the tracker to read).
     if (f.ev == "start" && f.pid && f.rank >= 0) rank_tracker_->reported(f.rank, static_cast<pid_t>(*f.pid));
+    // What a rank holds once it trains (its first step done) must be gone
+    // when the run is, clean or not: DeepSpeed's CPU all-reduce maps a
+    // /dev/shm file per rank that no exit removes.
+    if (f.ev == "step_end" && f.pid && f.rank >= 0 && held_noted_.insert(f.rank).second) {
+      leaks_.note({static_cast<pid_t>(*f.pid)});
+    }
     if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
     any_event = any_event || !f.ev.empty();
     progress_event = progress_event || (!f.ev.empty() && f.ev != "start" && f.ev != "instrument");

@@ -190,6 +190,7 @@ class WatchLoop : private RankTracker::Sink {
 
   TeardownRecord teardown_;
   LeakCheck leaks_;
+  std::set<int> held_noted_;  // ranks whose resources were noted at their first step_end
   std::vector<TimelineEntry> timeline_;
   std::vector<std::string> notes_;
   std::vector<pid_t> adopted_;  // orphans reaped by the harness (daemons whose parent died)

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <vector>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -156,9 +157,34 @@ TEST_F(ShimTorch, SpawnedRanksErrorIsAttributedToIt) {
   EXPECT_EQ(rc["rank"], 1);
   EXPECT_EQ(rc["exception_type"], "NameError");
   EXPECT_EQ(rc["location"]["line"], lineOf(script, "b = c  # noqa"));
-  EXPECT_EQ(eventKinds(dir / "run", 1).count("error"), 1u);
+  EXPECT_EQ(eventKinds(dir / "run", 1).count("error"), 1u) << readFile(dir / "run/ranks/1/events.jsonl");
   EXPECT_TRUE(fileExists(dir / "run/ranks/1/error.json"));
   EXPECT_EQ(rankInstruments(r, 1)["patches"]["spawn.wrap"], true);
+}
+
+TEST_F(ShimTorch, AGroupOfEveryRankSharesTheDefaultGroupsSequence) {
+  // DeepSpeed all-reduces the gradients on its data-parallel group, a
+  // new_group() of every rank: numbered with the default group, a scripted
+  // fault at collective #K or a hang there is seen; a true subgroup's calls
+  // keep their own count.
+  TempDir dir;
+  const int status = torchrunExec(dir, {std::string(FL_SOURCE_DIR) + "/tests/blackbox/trainers/groups.py"});
+  EXPECT_EQ(status, 0) << readFile(dir / "log");
+  for (int rank : {0, 1}) {
+    std::vector<std::pair<std::string, json>> begins;  // (op, seq or group_seq) in order
+    std::ifstream in(dir / ("run/ranks/" + std::to_string(rank) + "/events.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_discarded() || j.value("ev", "") != "collective_begin") continue;
+      begins.emplace_back(j["op"].get<std::string>() + ":" + j.value("group", "world"),
+                          j.contains("seq") ? j["seq"] : json{{"group_seq", j.value("group_seq", -1)}});
+    }
+    std::vector<std::pair<std::string, json>> want = {{"allreduce:world", 0}, {"allreduce:0,1", 1}};
+    if (rank == 0) want.emplace_back("allreduce:0", json{{"group_seq", 0}});
+    want.emplace_back("broadcast:0,1", 2);
+    want.emplace_back("barrier:world", 3);
+    EXPECT_EQ(begins, want) << "rank " << rank;
+  }
 }
 
 TEST_F(ShimTorch, APatchThatFailsIsReportedWithItsError) {

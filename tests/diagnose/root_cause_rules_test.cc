@@ -824,6 +824,36 @@ TEST(RootCauseRules, HungCollectiveEveryRankEnteredNamesTheStoppedRank) {
   EXPECT_FALSE(d->root_rank);
 }
 
+// Rank 1 of 2 stopped before it entered the collective rank 0 waits in: one
+// side against the other, no majority, but the stopped rank is the evidence
+// (yours-freeze on the Lightning and DeepSpeed stacks was "ambiguous").
+TEST(RootCauseRules, HungCollectiveWithoutMajorityNamesTheStoppedRank) {
+  RunInput in;
+  hangTrigger(in, "rank(s) 1 stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for 8000 ms");
+  in.supervisor->trigger.rank = 1;
+  // Rank 0 waits in a call of a size no rank made before: no pattern says
+  // which side is wrong.
+  tornDown(in, 0).events = History(0).collective("allreduce", 0, 4).collective("allreduce", 1, 1, false).log();
+  tornDown(in, 1).events = History(1).collective("allreduce", 0, 4).log();
+  auto c = runRule(hungCollective, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->root_rank, 1);
+  EXPECT_EQ(c->cause.rank, 1);
+  EXPECT_EQ(c->cause.blame, Blame::kRank);
+  EXPECT_EQ(c->cause.ranks, (std::vector<int>{1}));
+  EXPECT_EQ(c->cause.missing_ranks, (std::vector<int>{1}));
+  ASSERT_FALSE(c->cause.sides.empty());
+  EXPECT_EQ(c->cause.sides[0].ranks, (std::vector<int>{1}));
+  EXPECT_NE(c->cause.summary.find("rank 1 is stopped"), std::string::npos) << c->cause.summary;
+  EXPECT_EQ(c->cause.summary.find("ambiguous"), std::string::npos) << c->cause.summary;
+  // Without the supervisor naming a stopped rank it stays ambiguous.
+  in.supervisor->trigger.rank.reset();
+  in.supervisor->trigger.detail = "no progress event for 8000 ms";
+  auto d = runRule(hungCollective, in);
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->root_rank);
+}
+
 TEST(RootCauseRules, ShutdownHang) {
   RunInput in;
   hangTrigger(in);

@@ -3,6 +3,7 @@
 #include "harness/supervise/leak_check.h"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/mman.h>
@@ -53,6 +54,21 @@ TEST(LeakCheck, AShmFileLeftBehindIsALeak) {
   EXPECT_EQ(leaks[0], "shm:/dev/shm" + name + " (left behind)");
   ::shm_unlink(name.c_str());
   EXPECT_TRUE(check.leaks({}).empty());
+}
+
+TEST(LeakCheck, TheShmFilesLeftBehindAreRemovedOnceNamed) {
+  const std::string name = "/fl-leak-remove-" + std::to_string(::getpid());
+  const int fd = ::shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  LeakCheck check;
+  check.note({::getpid()});
+  ::close(fd);
+  ASSERT_EQ(check.leaks({}).size(), 1u);
+  EXPECT_EQ(check.removeLeftShm(), 1);
+  struct stat st{};
+  EXPECT_NE(::stat(("/dev/shm" + name).c_str(), &st), 0);
+  EXPECT_TRUE(check.leaks({}).empty());
+  EXPECT_EQ(check.removeLeftShm(), 0);  // nothing left
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ def _register_stack_dump(rank_dir):
 
 
 def _patch_torch():
-    from . import _data, _ddp, _dist, _steps
+    from . import _data, _ddp, _deepspeed, _dist, _steps
 
     # The labels name a patch that failed as a whole (its parts name themselves).
     _imports.when_imported("torch.distributed.distributed_c10d", _dist.patch_c10d, "dist")
@@ -77,6 +77,8 @@ def _patch_torch():
     _imports.when_imported("torch.optim.optimizer", _steps.patch, "optim.step")
     _imports.when_imported("torch.utils.data.distributed", _data.patch_distributed_sampler, "data.distributed_sampler")
     _imports.when_imported("torch.utils.data.dataloader", _data.patch_dataloader, "data.dataloader")
+    # Only if the trainer imports DeepSpeed: its engine's forward and broadcast.
+    _imports.when_imported("deepspeed.runtime.engine", _deepspeed.patch, "deepspeed.engine")
 
 
 def activate(rank, spawned=False, world_size=None):

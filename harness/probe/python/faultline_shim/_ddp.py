@@ -146,38 +146,59 @@ def patch_autograd(module):
     _instrument.attempt("ddp.grad_allreduce", _patch_backward, module)
 
 
+def before_broadcast(module):
+    """Before a wrapper broadcasts rank 0's parameters over `module`'s (DDP's
+    constructor, DeepSpeed's engine): seed_mismatch strikes, and the
+    parameters as they came in are hashed (at=ddp_init)."""
+    rec = _state.recorder
+    if rec is None:
+        return
+    if _faults.armed:
+        _faults.perturb_before_ddp(module)
+    rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module), at="ddp_init")
+
+
+def after_broadcast(wrapper):
+    """After it: `wrapper` (whose .module is the model) is hashed now
+    (at=ddp_ready) and at the optimizer steps to come."""
+    rec = _state.recorder
+    if rec is None:
+        return
+    _wrapped.append(weakref.ref(wrapper))
+    _emit_fingerprints(rec, "ddp_ready", 0, [wrapper])
+
+
+def around_broadcast(orig, label, module_of):
+    """`orig` (a method that broadcasts rank 0's parameters) bracketed by
+    before_broadcast and after_broadcast; failures recorded under `label`."""
+
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        try:
+            before_broadcast(module_of(self, args, kwargs))
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke(label, e)
+        result = orig(self, *args, **kwargs)
+        try:
+            after_broadcast(self)
+        except Exception as e:  # noqa: BLE001
+            _instrument.broke(label, e)
+        return result
+
+    wrapper.__faultline_wrapped__ = orig
+    return wrapper
+
+
 def _patch_init(DDP):
-    orig_init = DDP.__init__
-    if hasattr(orig_init, "__faultline_wrapped__"):
-        return
-
-    @functools.wraps(orig_init)
-    def __init__(self, *args, **kwargs):
-        rec = _state.recorder
-        if rec is not None and _faults.armed:
-            _faults.perturb_before_ddp(args[0] if args else kwargs["module"])
-        if rec is not None:
-            try:
-                module_arg = args[0] if args else kwargs["module"]
-                rec.emit("fingerprint", what="params", step=0, hash=fingerprint(module_arg), at="ddp_init")
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke("ddp.fingerprint", e)
-        orig_init(self, *args, **kwargs)
-        if rec is not None:
-            try:
-                _wrapped.append(weakref.ref(self))
-                _emit_fingerprints(rec, "ddp_ready", 0, [self])
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke("ddp.fingerprint", e)
-
-    __init__.__faultline_wrapped__ = orig_init
-    DDP.__init__ = __init__
+    if not hasattr(DDP.__init__, "__faultline_wrapped__"):
+        DDP.__init__ = around_broadcast(DDP.__init__, "ddp.fingerprint",
+                                        lambda self, args, kwargs: args[0] if args else kwargs["module"])
 
 
-def _patch_forward(DDP):
-    orig_forward = DDP.forward
-    if hasattr(orig_forward, "__faultline_wrapped__"):
-        return
+def step_forward(orig_forward, label, after=None):
+    """`orig_forward` (a wrapper's forward) made the start of a step: the
+    step_begin event and the faults due at it come before it runs; after(self)
+    once it returned. Failures are recorded under `label`."""
 
     @functools.wraps(orig_forward)
     def forward(self, *args, **kwargs):
@@ -186,19 +207,24 @@ def _patch_forward(DDP):
             try:
                 began = _steps.on_ddp_forward(self)
             except Exception as e:  # noqa: BLE001
-                _instrument.broke("ddp.forward", e)
+                _instrument.broke(label, e)
         if began and _faults.armed:
             _faults.at_step(_steps.current_step())  # may raise, exit or stop here: the fault
         out = orig_forward(self, *args, **kwargs)
-        if _state.recorder is not None:
+        if after is not None and _state.recorder is not None:
             try:
-                _expect_sync(self)
+                after(self)
             except Exception as e:  # noqa: BLE001
-                _instrument.broke("ddp.forward", e)
+                _instrument.broke(label, e)
         return out
 
     forward.__faultline_wrapped__ = orig_forward
-    DDP.forward = forward
+    return forward
+
+
+def _patch_forward(DDP):
+    if not hasattr(DDP.forward, "__faultline_wrapped__"):
+        DDP.forward = step_forward(DDP.forward, "ddp.forward", _expect_sync)
 
 
 _steps.after_optimizer_step.append(on_optimizer_step)

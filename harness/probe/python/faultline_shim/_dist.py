@@ -2,8 +2,9 @@
 
 Each wrapped function keeps its signature, return value and exceptions; the
 wrapper only numbers the call (seq: in call order on the default group,
-which is the same on every rank of a correct program; a subgroup's calls
-count in group_seq) and writes one line before and one after. A collective that raises gets no collective_end: it never
+which is the same on every rank of a correct program, a group of every rank
+counted with it; another subgroup's calls count in group_seq) and writes one
+line before and one after. A collective that raises gets no collective_end: it never
 completed, and a rank blocked in it until a timeout must still read as
 waiting there. async_op=True calls end when their Work's future completes.
 
@@ -45,7 +46,7 @@ _COLLECTIVES = {
 _c10d = None            # torch.distributed.distributed_c10d, once patched
 _local = threading.local()  # .busy: inside a wrapped call (nested calls are not recorded again)
 _counters = {}          # group key -> itertools.count
-_labels = {}            # id(group) -> ',"group":"0,2"' for non-default groups
+_groups = {}            # id(group) -> (key, ',"group":"0,2"', group) for groups other than the default
 
 
 def _initialized():
@@ -53,22 +54,30 @@ def _initialized():
 
 
 def _group_key(group):
-    """(key, extra fields) for a group argument; None when this rank is not in it."""
+    """(key, extra fields) for a group argument; None when this rank is not in it.
+
+    A group of every rank of the world (DeepSpeed's data-parallel group, a
+    `new_group()` without ranks) is numbered with the default group, key 0,
+    its label kept: every rank is in both, so a single-threaded trainer calls
+    their collectives in one order on every rank (an order that differs
+    deadlocks), and one sequence describes them. Other subgroups have a
+    count of their own."""
     if group is None or group is _c10d.GroupMember.WORLD:
         return 0, ""
     if group is _c10d.GroupMember.NON_GROUP_MEMBER:
         return None, ""
-    key = id(group)
-    extra = _labels.get(key)
-    if extra is None:
+    known = _groups.get(id(group))
+    if known is None:
         try:
             ranks = sorted(_c10d._pg_group_ranks[group].keys())
             extra = ',"group":"%s"' % ",".join(str(r) for r in ranks)
+            key = 0 if ranks == list(range(_c10d.get_world_size())) else id(group)
         except Exception as e:  # noqa: BLE001
             _instrument.pass_through(e)
-            extra = ',"group":"%x"' % key
-        _labels[key] = extra
-    return key, extra
+            key, extra = id(group), ',"group":"%x"' % id(group)
+        # The group is kept alive with its entry: an id is reused once its object is gone.
+        known = _groups[id(group)] = (key, extra, group)
+    return known[0], known[1]
 
 
 def next_seq(key):
@@ -386,7 +395,7 @@ def _wrap_destroy(orig):
             # group keeps counting, so no seq is used twice in one events file.
             for key in [k for k in _counters if k != 0]:
                 del _counters[key]
-            _labels.clear()
+            _groups.clear()
         return result
 
     destroy_process_group.__faultline_wrapped__ = orig
