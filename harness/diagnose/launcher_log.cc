@@ -27,6 +27,22 @@ std::optional<int> intAfter(std::string_view s, std::string_view key) {
   return leadingInt(s.substr(p + key.size()));
 }
 
+// DeepSpeed's launch.py, whose logger writes to stdout: "[launch.py:253:
+// sigkill_handler] Killing subprocess 123" (psutil's terminate(): SIGTERM;
+// SIGKILL only to one still alive 30 s later), then "[...] ['python3', '-u',
+// 'train.py', '--local_rank=2', ...] exits with return code = 1": the code is
+// the failed rank's, the command the last one launch.py started, whichever
+// failed. That command's --local_rank (one node: the rank) is the rank it
+// blames.
+void readDeepSpeedLine(std::string_view t, LauncherLog& log) {
+  if (contains(t, "] Killing subprocess ")) {
+    if (auto pid = intAfter(t, "] Killing subprocess ")) log.signals_sent[*pid].insert("SIGTERM");
+  }
+  if (contains(t, "] exits with return code = ") && contains(t, "sigkill_handler")) {
+    if (auto blamed = intAfter(t, "'--local_rank="); blamed && !log.claimed_root_rank) log.claimed_root_rank = blamed;
+  }
+}
+
 }  // namespace
 
 bool isLauncherWrapperType(std::string_view type) {
@@ -170,19 +186,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
       log.failed_pids.push_back(pe);
       if (auto r = intAfter(t, "[rank: "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
     }
-    // DeepSpeed's launch.py: "[launch.py:253:sigkill_handler] Killing
-    // subprocess 123" (psutil's terminate(): SIGTERM; SIGKILL only to one
-    // still alive 30 s later), then "[...] ['python3', '-u', 'train.py',
-    // '--local_rank=2', ...] exits with return code = 1": the code is the
-    // failed rank's, the command the last one launch.py started, whichever
-    // failed. That command's --local_rank (one node: the rank) is the rank
-    // it blames.
-    if (contains(t, "] Killing subprocess ")) {
-      if (auto pid = intAfter(t, "] Killing subprocess ")) log.signals_sent[*pid].insert("SIGTERM");
-    }
-    if (contains(t, "] exits with return code = ") && contains(t, "sigkill_handler")) {
-      if (auto blamed = intAfter(t, "'--local_rank="); blamed && !log.claimed_root_rank) log.claimed_root_rank = blamed;
-    }
+    readDeepSpeedLine(t, log);
     if (contains(t, "failed (exitcode: ")) {
       LauncherLog::PidExit pe;
       pe.exit_code = intAfter(t, "failed (exitcode: ");
@@ -244,6 +248,10 @@ LauncherLog parseLauncherLog(std::string_view text) {
     log.launcher_crashed = true;
   }
   return log;
+}
+
+void readLauncherStdout(std::string_view text, LauncherLog& log) {
+  for (std::string_view line : splitLines(text)) readDeepSpeedLine(trim(line), log);
 }
 
 }  // namespace faultline::diagnose

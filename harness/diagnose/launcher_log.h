@@ -74,6 +74,9 @@ struct LauncherLog {
 // Parses a launcher's stderr. Lines carrying a rank prefix ("[default1]:")
 // belong to ranks and are ignored here.
 LauncherLog parseLauncherLog(std::string_view text);
+// Adds what a launcher's own logger writes to its stdout (DeepSpeed's
+// launch.py: the SIGTERMs it sent, the rank it blamed) to `log`.
+void readLauncherStdout(std::string_view text, LauncherLog& log);
 
 // The task (= rank) of one of srun's own failure lines ("srun: error: n2: task 2:
 // Exited with exit code 1"); nullopt for any other line (a "tasks 0-1:" range too).

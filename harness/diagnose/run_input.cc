@@ -449,6 +449,7 @@ RunInput loadRun(const std::string& dir) {
   const fs::path attempt = lastAttemptDir(layout.launcherLogsDir());
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
+    if (auto lout = readTail(layout.launcherStdout())) readLauncherStdout(*lout, *in.launcher);
     const LauncherLog& L = *in.launcher;
     // Without per-rank log files, rank lines prefixed "[default1]:" are the rank's output.
     if (attempt.empty()) {

@@ -50,20 +50,24 @@ TEST(LauncherLog, LightningChildProcessObserverBlamesTheChild) {
 TEST(LauncherLog, DeepSpeedBlamesTheLastRankItStarted) {
   // DeepSpeed 0.19's launch.py after rank 1 of 3 raised a NameError (real
   // output): it SIGTERMs every rank, then prints the command of the last
-  // rank it started (local_rank 2) with rank 1's exit code.
-  LauncherLog log = parseLauncherLog(
+  // rank it started (local_rank 2) with rank 1's exit code. Its logger
+  // writes to stdout.
+  LauncherLog log = parseLauncherLog("");
+  readLauncherStdout(
       "[2026-12-05 02:45:49,940] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 13679\n"
       "[2026-12-05 02:45:49,942] [INFO] [launch.py:253:sigkill_handler] Killing subprocess 13680\n"
       "[2026-12-05 02:45:49,944] [ERROR] [launch.py:259:sigkill_handler] ['/opt/fw/bin/python3', '-u', "
-      "'deepspeed_bugs.py', '--local_rank=2', '--bug', 'name_error'] exits with return code = 1\n");
+      "'deepspeed_bugs.py', '--local_rank=2', '--bug', 'name_error'] exits with return code = 1\n",
+      log);
   ASSERT_TRUE(log.claimed_root_rank);
   EXPECT_EQ(*log.claimed_root_rank, 2);
   EXPECT_EQ(log.signals_sent[13679], std::set<std::string>{"SIGTERM"});
   EXPECT_EQ(log.signals_sent[13680], std::set<std::string>{"SIGTERM"});
   EXPECT_TRUE(log.failed_pids.empty());
   // Run with --no_local_rank its command names no rank: no blame.
-  LauncherLog bare = parseLauncherLog(
-      "[2026-12-05 02:45:49,944] [ERROR] [launch.py:259:sigkill_handler] ['/bin/false'] exits with return code = 1\n");
+  LauncherLog bare = parseLauncherLog("");
+  readLauncherStdout(
+      "[2026-12-05 02:45:49,944] [ERROR] [launch.py:259:sigkill_handler] ['/bin/false'] exits with return code = 1\n", bare);
   EXPECT_FALSE(bare.claimed_root_rank);
 }
 
