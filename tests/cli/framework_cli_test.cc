@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/launch/rank_env.h"
 #include "harness/model/report.h"
 #include "harness/model/supervisor_record.h"
 #include "tests/supervise/test_support.h"
@@ -96,6 +97,44 @@ TEST(LightningCli, TheShimStrikesAChildRankAtItsStep) {
   auto s = readSupervisorRecord(out + "/supervisor.json");
   ASSERT_TRUE(s);
   EXPECT_EQ(ranksOf(*s), (std::set<int>{0, 1, 2}));
+}
+
+// DeepSpeed all-reduces the gradients itself, on a group of every rank, from
+// its engine's backward(): the shim's steps (the engine's forwards) and that
+// group's collectives, numbered with the default group's, let a fault at a
+// step strike in the gradient all-reduce and the hang name its rank. Its CPU
+// all-reduce leaves a /dev/shm file per rank: named, then removed.
+TEST(DeepSpeedCli, AHungGradientAllReduceIsNamedAndTheShmItLeavesIsRemoved) {
+  if (::access(kFrameworks, X_OK) != 0) GTEST_FAIL() << kFrameworks << " missing: ci/deps installs it";
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const std::string deepspeed = "/opt/faultline/frameworks-2.13/bin/deepspeed";
+  auto port = launch::findFreePort();
+  ASSERT_TRUE(port);
+  const int rc = runFaultline({"exec", "--launcher", "deepspeed", "--hang-timeout", "8", "--deadline", "120", "-o", out,
+                               "--fault", "hung_collective:rank=1:step=3", "--", deepspeed, "--num_gpus", "2",
+                               "--master_port", std::to_string(*port), fixture("frameworks/deepspeed_ddp.py"),
+                               "--steps", "8"},
+                              dir / "log");
+  EXPECT_EQ(rc, 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  ASSERT_TRUE(report->root_cause) << readFile(out + "/report.json");
+  EXPECT_EQ(report->root_cause->kind, Kind::kHungCollective) << report->root_cause->summary;
+  EXPECT_EQ(report->root_cause->rank, 1) << report->root_cause->summary;
+  ASSERT_EQ(report->faults.size(), 1u);
+  EXPECT_TRUE(report->faults[0].struck) << readFile(out + "/report.json");
+  std::vector<std::string> shm;
+  for (const auto& leak : report->teardown.leaks) {
+    if (leak.rfind("shm:/dev/shm/deepspeed_allreduce_buffer_", 0) == 0) shm.push_back(leak);
+  }
+  EXPECT_EQ(shm.size(), 2u) << readFile(out + "/report.json");
+  EXPECT_FALSE(report->teardown.clean);
+  for (const auto& leak : shm) {
+    const std::string path = leak.substr(4, leak.find(' ') - 4);
+    EXPECT_NE(::access(path.c_str(), F_OK), 0) << path << " is still there";
+  }
 }
 
 TEST(SpawnCli, ChildrenWithoutRankAreFoundByTheShimsWord) {
