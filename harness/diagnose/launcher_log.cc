@@ -39,6 +39,7 @@ void readDeepSpeedLine(std::string_view t, LauncherLog& log) {
     if (auto pid = intAfter(t, "] Killing subprocess ")) log.signals_sent[*pid].insert("SIGTERM");
   }
   if (contains(t, "] exits with return code = ") && contains(t, "sigkill_handler")) {
+    log.failed_rank_return_code = intAfter(t, "] exits with return code = ");
     if (auto blamed = intAfter(t, "'--local_rank="); blamed && !log.claimed_root_rank) log.claimed_root_rank = blamed;
   }
 }
@@ -248,6 +249,17 @@ LauncherLog parseLauncherLog(std::string_view text) {
     log.launcher_crashed = true;
   }
   return log;
+}
+
+bool launcherSignalEnded(const LauncherLog& log, int pid, bool exit_known, std::optional<int> exit_code,
+                         const std::optional<std::string>& signal) {
+  auto sent = log.signals_sent.find(pid);
+  if (sent == log.signals_sent.end()) return false;
+  if (const auto& code = log.failed_rank_return_code; code && exit_known) {
+    const bool the_trigger = *code > 0 ? exit_code == *code && !signal : signal == signalName(-*code);
+    if (the_trigger) return false;
+  }
+  return !signal || sent->second.count(*signal) || sent->second.count("");
 }
 
 void readLauncherStdout(std::string_view text, LauncherLog& log) {

@@ -61,6 +61,10 @@ struct LauncherLog {
   // when the launcher escalated. A rank that died of another one (its own
   // SIGKILL, a SIGABRT) was already dead when the launcher signalled it.
   std::map<int, std::set<std::string>> signals_sent;
+  // DeepSpeed's "exits with return code = C": the exit of the rank whose
+  // failure made launch.py signal every rank, itself included (it was dead
+  // already): C > 0 an exit code, C < 0 the signal -C.
+  std::optional<int> failed_rank_return_code;
   // The launcher's own warnings worth a note ("FutureWarning: The module
   // torch.distributed.launch is deprecated", torch 2.x).
   std::vector<std::string> warnings;
@@ -77,6 +81,13 @@ LauncherLog parseLauncherLog(std::string_view text);
 // Adds what a launcher's own logger writes to its stdout (DeepSpeed's
 // launch.py: the SIGTERMs it sent, the rank it blamed) to `log`.
 void readLauncherStdout(std::string_view text, LauncherLog& log);
+
+// Whether a signal the launcher logged sending to `pid` ended that process,
+// given how it ended (if known): not when it died of another signal first,
+// nor when its exit is the one the launcher reports as what made it signal
+// every rank (DeepSpeed signals the failed rank too, already dead).
+bool launcherSignalEnded(const LauncherLog& log, int pid, bool exit_known, std::optional<int> exit_code,
+                         const std::optional<std::string>& signal);
 
 // The task (= rank) of one of srun's own failure lines ("srun: error: n2: task 2:
 // Exited with exit code 1"); nullopt for any other line (a "tasks 0-1:" range too).

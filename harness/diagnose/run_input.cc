@@ -537,10 +537,9 @@ RunInput loadRun(const std::string& dir) {
       }
       // The launcher's signal ended the rank unless the rank is known to
       // have died of another one first (torchrun signals every worker of a
-      // failed job, a dead one it has not reaped yet too).
-      if (auto sent = in.launcher->signals_sent.find(*ri.pid); sent != in.launcher->signals_sent.end()) {
-        if (!ri.signal || sent->second.count(*ri.signal) || sent->second.count("")) ri.killed_by_teardown = true;
-      }
+      // failed job, a dead one it has not reaped yet too), or its exit is the
+      // one that made the launcher signal them all (DeepSpeed's return code).
+      if (launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) ri.killed_by_teardown = true;
     }
   }
   // Nodes: each rank's node and host from its agent's rank_start; the exit an

@@ -10,10 +10,18 @@ namespace faultline::supervise {
 
 void LeakCheck::note(const std::vector<pid_t>& pids) {
   for (pid_t p : pids) {
+    pids_.insert(p);
     const HeldResources held = heldResourcesOf(p);
     shm_.insert(held.shm.begin(), held.shm.end());
     sockets_.insert(held.sockets.begin(), held.sockets.end());
   }
+}
+
+bool LeakCheck::notedGone() const {
+  for (pid_t p : pids_) {
+    if (anyThreadLive(p)) return false;
+  }
+  return true;
 }
 
 std::vector<std::string> LeakCheck::leaks(const std::vector<pid_t>& survivors) const {

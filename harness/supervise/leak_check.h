@@ -17,6 +17,10 @@ class LeakCheck {
   // processes' own /proc entries: /proc/net/tcp{,6} take milliseconds to read
   // on some kernels (8 ms for both on this 2-core VM) and are read in leaks().
   void note(const std::vector<pid_t>& pids);
+  // True once no thread of any noted process runs: their sockets and
+  // mappings are released with the last thread, which can outlive the exit
+  // the supervisor saw (the leader's) by tens of milliseconds.
+  bool notedGone() const;
   // After teardown: "shm:/dev/shm/x (left behind)", "port:29500 (held by pid
   // 42)" for a noted socket that is still a listening TCP socket.
   std::vector<std::string> leaks(const std::vector<pid_t>& survivors) const;
@@ -27,6 +31,7 @@ class LeakCheck {
   int removeLeftShm() const;
 
  private:
+  std::set<pid_t> pids_;
   std::set<std::string> shm_;
   std::set<unsigned long> sockets_;  // socket inodes the run's processes held
 };

@@ -92,6 +92,26 @@ bool isAlive(pid_t pid) {
   return os::sys().kill(pid, 0) == 0 || errno == EPERM;
 }
 
+bool anyThreadLive(pid_t pid) {
+  const std::string task = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(task.c_str());
+  if (!d) return false;
+  bool live = false;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    auto st = readSmallFile(task + "/" + e->d_name + "/stat");
+    if (!st) continue;
+    const size_t close = st->rfind(')');
+    const char state = close != std::string::npos && close + 2 < st->size() ? (*st)[close + 2] : 'X';
+    if (state != 'Z' && state != 'X') {
+      live = true;
+      break;
+    }
+  }
+  ::closedir(d);
+  return live;
+}
+
 namespace {
 
 // One pass over /proc: every process's parent and CPU ticks.

@@ -34,6 +34,11 @@ bool doomed(pid_t pid);
 std::vector<pid_t> listPids();
 // Alive = exists and is not a zombie.
 bool isAlive(pid_t pid);
+// Whether any thread of pid's process still runs. A process whose leader
+// already reads as a zombie (what isAlive and the exit events see) may still
+// have threads on their way out, and its files (sockets, shared-memory
+// mappings) are released only when the last one is gone.
+bool anyThreadLive(pid_t pid);
 // Every process below root (not root itself), by the ppid chain.
 std::vector<pid_t> descendantsOf(pid_t root);
 // For each root: CPU time (utime + stime, clock ticks) used so far by it and

@@ -347,6 +347,10 @@ void WatchLoop::teardown() {
                                      teardown_.report.leaks.end());
   auto remaining = runMembers();
   for (pid_t p : remaining) addSurvivor(p, "could not be killed");
+  // A process reads as gone once its leader has exited; its other threads
+  // (Gloo's, a DataLoader's) may take tens of milliseconds more, and its
+  // sockets close with the last one: the leak check waits for them.
+  if (remaining.empty()) runUntil([&] { return leaks_.notedGone(); }, std::chrono::seconds(2));
   teardown_.report.leaks = leaks_.leaks(remaining);
   if (const int removed = leaks_.removeLeftShm(); removed > 0) {
     timeline(std::nullopt, "removed " + std::to_string(removed) + " /dev/shm file(s) the run left behind",

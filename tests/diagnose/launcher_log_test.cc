@@ -63,7 +63,19 @@ TEST(LauncherLog, DeepSpeedBlamesTheLastRankItStarted) {
   EXPECT_EQ(*log.claimed_root_rank, 2);
   EXPECT_EQ(log.signals_sent[13679], std::set<std::string>{"SIGTERM"});
   EXPECT_EQ(log.signals_sent[13680], std::set<std::string>{"SIGTERM"});
+  EXPECT_EQ(log.failed_rank_return_code, 1);  // the failed rank's (rank 1's) exit
   EXPECT_TRUE(log.failed_pids.empty());
+  // launch.py logs "Killing subprocess" for the rank that failed too, dead
+  // already: its exit (code 1, the one reported) was its own; a peer that
+  // then died of the SIGTERM was killed by it.
+  EXPECT_FALSE(launcherSignalEnded(log, 13679, true, 1, std::nullopt));
+  EXPECT_TRUE(launcherSignalEnded(log, 13680, true, std::nullopt, "SIGTERM"));
+  EXPECT_TRUE(launcherSignalEnded(log, 13680, false, std::nullopt, std::nullopt));
+  EXPECT_FALSE(launcherSignalEnded(log, 4242, true, std::nullopt, "SIGTERM"));  // never signalled
+  // A rank killed by a signal of its own (-15: SIGTERM) set it all off.
+  LauncherLog by_signal = log;
+  by_signal.failed_rank_return_code = -15;
+  EXPECT_FALSE(launcherSignalEnded(by_signal, 13679, true, std::nullopt, "SIGTERM"));
   // Run with --no_local_rank its command names no rank: no blame.
   LauncherLog bare = parseLauncherLog("");
   readLauncherStdout(
