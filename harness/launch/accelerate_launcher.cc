@@ -23,6 +23,16 @@ std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int p
           "--main_process_port", std::to_string(port), "--mixed_precision", "no", "--dynamo_backend", "no"};
 }
 
+// Whether `accelerate launch ...` takes its --cpu path: the flag among
+// accelerate's own arguments (before the script), not the script's.
+bool cpuPath(const std::vector<std::string>& command) {
+  for (const std::string& arg : command) {
+    if (arg.size() > 3 && arg.compare(arg.size() - 3, 3, ".py") == 0) return false;  // the script
+    if (arg == "--cpu" || arg == "--cpu=true" || arg == "--cpu=True") return true;
+  }
+  return false;
+}
+
 class AccelerateLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "accelerate"; }
@@ -49,6 +59,18 @@ class AccelerateLauncher final : public ObservedLauncher {
     o.check.push_back("/bin/true");
     o.check_what = "a two-process accelerate launch of /bin/true";
     return o;
+  }
+
+  // `accelerate launch --cpu` runs the script once, in a single process that
+  // joins no process group, whatever --num_processes says: there are no ranks
+  // to find, and a run of it would end "diagnosed" with none. Said up front.
+  Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const override {
+    if (cpuPath(opts.command)) {
+      return fail(ErrorCode::kBadUsage,
+                  "accelerate launch --cpu starts one process whatever --num_processes says: no ranks to observe; "
+                  "use --multi_gpu --num_processes N, which starts N processes on CPU too");
+    }
+    return ObservedLauncher::start(opts, layout, placement);
   }
 
   // Stopped as its users stop it (Ctrl-C, a scheduler's SIGTERM): the

@@ -137,6 +137,23 @@ TEST(DeepSpeedCli, AHungGradientAllReduceIsNamedAndTheShmItLeavesIsRemoved) {
   }
 }
 
+// accelerate launch --cpu runs one process whatever --num_processes says:
+// refused up front with why and what to run instead, not a run that ends
+// "diagnosed" with no rank found.
+TEST(AccelerateCli, TheCpuPathIsRefusedWithWhy) {
+  if (::access(kFrameworks, X_OK) != 0) GTEST_FAIL() << kFrameworks << " missing: ci/deps installs it";
+  TempDir dir;
+  const std::string accelerate = "/opt/faultline/frameworks-2.13/bin/accelerate";
+  const int rc = runFaultline({"exec", "--launcher", "accelerate", "--deadline", "60", "-o", dir / "run", "--", accelerate,
+                               "launch", "--cpu", "--num_processes", "3", fixture("frameworks/accelerate_ddp.py"),
+                               "--steps", "2"},
+                              dir / "log");
+  EXPECT_EQ(rc, 2) << readFile(dir / "log");
+  EXPECT_NE(readFile(dir / "log").find("accelerate launch --cpu starts one process whatever --num_processes says"),
+            std::string::npos)
+      << readFile(dir / "log");
+}
+
 TEST(SpawnCli, ChildrenWithoutRankAreFoundByTheShimsWord) {
   if (::access(kTorch2, X_OK) != 0) GTEST_FAIL() << kTorch2 << " missing: ci/deps installs it";
   LeakGuard guard;
