@@ -31,8 +31,11 @@ std::optional<std::string> readSmallFile(const std::string& path, size_t limit) 
   return out;
 }
 
-std::optional<ProcStat> readStat(pid_t pid) {
-  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/stat");
+namespace {
+
+// A stat file (/proc/PID/stat, or a thread's /proc/PID/task/TID/stat) of `pid`.
+std::optional<ProcStat> readStatFile(const std::string& path, pid_t pid) {
+  auto text = readSmallFile(path);
   if (!text) return std::nullopt;
   // comm may contain spaces and parentheses: fields start after the last ')'.
   size_t close = text->rfind(')');
@@ -52,6 +55,10 @@ std::optional<ProcStat> readStat(pid_t pid) {
   if (!in.eof() && in.fail() && rest.empty()) return std::nullopt;
   return st;
 }
+
+}  // namespace
+
+std::optional<ProcStat> readStat(pid_t pid) { return readStatFile("/proc/" + std::to_string(pid) + "/stat", pid); }
 
 bool doomed(pid_t pid) {
   auto st = readStat(pid);
@@ -99,11 +106,10 @@ bool anyThreadLive(pid_t pid) {
   bool live = false;
   while (dirent* e = ::readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    auto st = readSmallFile(task + "/" + e->d_name + "/stat");
-    if (!st) continue;
-    const size_t close = st->rfind(')');
-    const char state = close != std::string::npos && close + 2 < st->size() ? (*st)[close + 2] : 'X';
-    if (state != 'Z' && state != 'X') {
+    // A thread still in its exit (PF_EXITING) may hold the files yet: only
+    // a zombie or dead one has let them go.
+    auto st = readStatFile(task + "/" + e->d_name + "/stat", pid);
+    if (st && st->state != 'Z' && st->state != 'X') {
       live = true;
       break;
     }
