@@ -50,7 +50,8 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
                     [this](std::string what) { note(std::move(what)); }, [this] { return in_teardown_ || stop_main_; },
                     [this] { return launcher_ ? std::optional<pid_t>(launcher_->pid) : std::nullopt; }}),
       rank_tracker_(RankTracker::forLauncher(*opts.launcher, {io_, containment, layout, opts.launch.run_id,
-                                                              opts.allow_proc_connector, *this})) {
+                                                              opts.allow_proc_connector, *this})),
+      teardown_({opts, *opts.launcher, layout, containment, ranks_, leaks_, *this}) {
   // SIGCHLD is handled before the first spawn, so no exit can be missed.
   signals_.add(SIGCHLD);
   signals_.add(SIGINT);
@@ -805,27 +806,91 @@ void WatchLoop::noteStraggler() {
            "adaptive: " + describeStraggler(w, straggler_ranks_));
 }
 
-// --- the workload manager's residue ---------------------------------------------
+// --- the end --------------------------------------------------------------------
 
-void WatchLoop::settleResidue() {
-  auto left = stack_launcher_.residue(layout_);
-  if (left.empty()) return;
-  // A job whose every task ended is still COMPLETING for a moment.
-  const auto settle = [&](std::chrono::milliseconds bound) {
-    const auto until = Clock::now() + bound;
-    while (!left.empty() && Clock::now() < until) {
-      runUntil([] { return false; }, std::chrono::milliseconds(200));
-      left = stack_launcher_.residue(layout_);
-    }
-  };
-  settle(std::chrono::milliseconds(3000));
-  if (left.empty()) return;
-  for (const auto& what : stack_launcher_.cancelJob(layout_)) timeline(std::nullopt, what, TimelineKind::kTeardown);
-  settle(std::chrono::milliseconds(static_cast<int64_t>(opts_.grace_s * 1000) + 10000));
-  for (const auto& what : left) {
-    teardown_.report.leaks.push_back("job:" + what);
-    timeline(std::nullopt, "left in the workload manager: " + what, TimelineKind::kTeardown);
+void WatchLoop::runUntil(const std::function<bool()>& done, Clock::duration max) {
+  const auto deadline = Clock::now() + max;
+  // Under the subreaper nothing signals the death of a grandchild, so the wait
+  // re-checks every 20 ms; under a cgroup, cgroup.events wakes it.
+  const bool poll = containment_.kind() == ContainmentKind::kSubreaper;
+  io_.restart();
+  while (!done()) {
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    auto until = deadline;
+    if (poll) until = std::min(deadline, now + std::chrono::milliseconds(20));
+    io_.run_one_until(until);
+    if (io_.stopped()) io_.restart();
   }
+}
+
+std::optional<pid_t> WatchLoop::liveLauncher() const {
+  if (!launcher_ || launcher_finished_) return std::nullopt;
+  return launcher_->pid;
+}
+
+bool WatchLoop::allReaped() const {
+  for (const auto& r : ranks_) {
+    if (!r->finished) return false;
+  }
+  return !launcher_ || launcher_finished_;
+}
+
+void WatchLoop::teardown() {
+  in_teardown_ = true;
+  rank_tracker_->stop();
+  allowance_timer_.cancel();
+  Teardown::Ending ending;
+  ending.stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
+                       (stack_launcher_.exitEndsRun() && launcher_finished_);
+  if (triggered_ && trigger_.kind != TriggerKind::kNone) ending.failure = trigger_;
+  teardown_.run(ending);
+  for (pid_t p : adopted_) timeline(std::nullopt, "reaped orphan pid " + std::to_string(p), TimelineKind::kTeardown);
+}
+
+SupervisedRun WatchLoop::result() const {
+  SupervisedRun out;
+  auto& rec = out.record;
+  rec.start_ns = start_ns_;
+  rec.end_ns = launch::realtimeNs();
+  rec.launcher = rank_tracker_->startsRanks() ? "builtin" : "external";
+  rec.command = opts_.launch.command;
+  rec.containment = containmentName(containment_.kind());
+  int world = world_size_hint_;
+  for (const auto& r : ranks_) {
+    SupervisedRank k;
+    k.rank = r->rank;
+    k.pid = r->pid;
+    k.start_ns = r->start_ns;
+    k.exit_ns = r->exit_ns;
+    if (r->exit_known) {
+      k.exit_code = r->outcome.exitCode();
+      if (auto s = r->outcome.signal()) k.signal = signalName(*s);
+    }
+    // A rank that died of a SIGKILL the teardown never sent (a scripted
+    // kill, the OOM killer) in the moment between its SIGTERM and its exit
+    // ended on its own: reaping order is no evidence.
+    const bool foreign_kill = r->outcome.signal() == SIGKILL && !r->sigkilled_by_teardown;
+    k.killed_by_teardown = r->signalled_by_teardown && r->finished && !foreign_kill;
+    k.node = r->node;
+    rec.ranks.push_back(k);
+    world = std::max(world, r->rank + 1);
+  }
+  std::sort(rec.ranks.begin(), rec.ranks.end(),
+            [](const SupervisedRank& a, const SupervisedRank& b) { return a.rank < b.rank || (a.rank == b.rank && a.start_ns < b.start_ns); });
+  rec.world_size = world;
+  rec.launcher_process = launcher_record_;
+  rec.trigger = trigger_;
+  if (!triggered_) rec.trigger.t_ns = 0;
+  if (trigger_.kind == TriggerKind::kNone && launcher_record_ && rec.trigger.detail.empty()) {
+    rec.trigger.detail = "launcher ended";
+  }
+  rec.teardown = teardown_.record();
+  rec.process_exits = process_exits_;
+  out.timeline = timeline_;
+  out.notes = notes_;
+  out.interrupted = interrupted_;
+  return out;
 }
 
 }  // namespace faultline::supervise

@@ -33,26 +33,15 @@
 #include "harness/supervise/progress.h"
 #include "harness/supervise/rank_state.h"
 #include "harness/supervise/rank_tracker.h"
+#include "harness/supervise/seconds.h"
 #include "harness/supervise/supervisor.h"
+#include "harness/supervise/teardown.h"
 
 namespace faultline::supervise {
 
 namespace asio = boost::asio;
 
-// Option values are seconds as doubles; timers want a duration.
-inline std::chrono::nanoseconds seconds(double s) {
-  return std::chrono::nanoseconds(static_cast<int64_t>(s * 1e9));
-}
-using Clock = std::chrono::steady_clock;
-
-// "2.5" for 2.5 s, "60" for 60 s: for messages.
-inline std::string secondsText(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", s);
-  return buf;
-}
-
-class WatchLoop : private RankTracker::Sink {
+class WatchLoop : private RankTracker::Sink, private Teardown::Host {
  public:
   WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Containment& containment);
   ~WatchLoop();
@@ -62,7 +51,8 @@ class WatchLoop : private RankTracker::Sink {
   // Runs until the stack ends, fails (builtin), hangs, hits the deadline or
   // the harness is interrupted.
   void runMainPhase();
-  // The ladder: stack dumps, SIGTERM, SIGKILL after grace, verify.
+  // The end of the run (teardown.h): stack dumps, SIGTERM, SIGKILL after
+  // grace, verify.
   void teardown();
   SupervisedRun result() const;
 
@@ -76,7 +66,7 @@ class WatchLoop : private RankTracker::Sink {
   // Event sources.
   void armSignals();
   void onSignal(int sig);
-  void reapChildren();
+  void reapChildren() override;
   void armInotify();
   void addWatch(const std::string& path, WatchKind kind, int rank);
   void onInotify(size_t bytes);
@@ -105,12 +95,10 @@ class WatchLoop : private RankTracker::Sink {
   void outputSeen(int rank, const std::string& stream);
   // The run's live processes, as the rank tracker knows them, and every rank
   // known to be running.
-  std::vector<pid_t> runMembers() const;
-  bool runEmpty() const { return runMembers().empty(); }
-  // What of the job the workload manager still holds, ended and waited for (teardown).
-  void settleResidue();
+  std::vector<pid_t> runMembers() const override;
 
-  // What the rank tracker reports (RankTracker::Sink).
+  // What the rank tracker reports (RankTracker::Sink), and the teardown asks
+  // (Teardown::Host).
   RankState* rankByPid(pid_t pid) override;
   bool hasLiveRank(int rank) const override;
   RankState& rankFound(int rank, pid_t pid, std::optional<std::string> node) override;
@@ -118,6 +106,16 @@ class WatchLoop : private RankTracker::Sink {
   void processEnded(ProcessExit e, const ProcessOutcome& outcome) override;
   void worldSizeSeen(int world_size) override { world_size_hint_ = std::max(world_size_hint_, world_size); }
   void note(std::string what) override { notes_.push_back(std::move(what)); }
+  void runUntil(const std::function<bool()>& done, Clock::duration max) override;
+  void watchChild(pid_t pid, std::function<void(int)> on_exit) override { children_[pid] = std::move(on_exit); }
+  void forgetChild(pid_t pid) override { children_.erase(pid); }
+  std::optional<pid_t> liveLauncher() const override;
+  bool launcherEnded() const override { return launcher_record_ && launcher_finished_; }
+  bool allReaped() const override;
+  int64_t lastExitNs() const override { return last_exit_ns_; }
+  bool orphaned(pid_t pid) const override { return orphaned_.count(pid) > 0; }
+  bool anyOrphaned() const override { return !orphaned_.empty(); }
+  int interrupts() const override { return interrupts_; }
 
   // Facts.
   RankState& addRank(int rank, pid_t pid, int64_t start_ns, bool our_child);
@@ -125,16 +123,7 @@ class WatchLoop : private RankTracker::Sink {
   void onLauncherExit(ProcessOutcome outcome, int64_t t_ns);
   void setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail);
   void progress(bool from_events);
-  void timeline(std::optional<int> rank, std::string what, TimelineKind kind = TimelineKind::kNote);
-
-  // Teardown helpers.
-  void runUntil(const std::function<bool()>& done, Clock::duration max);
-  void sendSignal(pid_t pid, int sig);
-  // SIGUSR1 to ranks that catch it, `meanwhile` while they write, then native
-  // dumps of stuck ranks (hang, deadline).
-  void requestStackDumps(const std::function<void()>& meanwhile);
-  void addSurvivor(pid_t pid, const std::string& why);
-  bool allRanksReaped() const;
+  void timeline(std::optional<int> rank, std::string what, TimelineKind kind = TimelineKind::kNote) override;
 
   const SuperviseOptions& opts_;
   const launch::Launcher& stack_launcher_;  // what starts and stops the run (opts_.launcher)
@@ -188,8 +177,8 @@ class WatchLoop : private RankTracker::Sink {
   int interrupts_ = 0;
   bool in_teardown_ = false;
 
-  TeardownRecord teardown_;
   LeakCheck leaks_;
+  Teardown teardown_;  // after ranks_ and leaks_, which it reads
   std::set<int> held_noted_;  // ranks whose resources were noted at their first step_end
   std::vector<TimelineEntry> timeline_;
   std::vector<std::string> notes_;
