@@ -3,6 +3,9 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +30,10 @@ int Sys::rename(const char* from, const char* to) { return ::rename(from, to); }
 int Sys::unlink(const char* path) { return ::unlink(path); }
 int Sys::kill(pid_t pid, int sig) { return ::kill(pid, sig); }
 pid_t Sys::waitpid(pid_t pid, int* status, int options) { return ::waitpid(pid, status, options); }
+int Sys::inotifyInit(int flags) { return ::inotify_init1(flags); }
+int Sys::inotifyAddWatch(int fd, const char* path, uint32_t mask) { return ::inotify_add_watch(fd, path, mask); }
+int Sys::socket(int domain, int type, int protocol) { return ::socket(domain, type, protocol); }
+int Sys::pidfdOpen(pid_t pid, unsigned flags) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, flags)); }
 
 Sys& sys() {
   Sys* s = current.load(std::memory_order_acquire);

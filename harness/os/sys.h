@@ -1,7 +1,8 @@
 // The one seam for the system calls the harness makes where a failure has
 // to be handled (fmt's posix-mock, as a class): open, write, close, rename,
-// unlink, kill and waitpid go through the current Sys, which is the
-// real one unless a test installs another for its scope. Each call has the
+// unlink, kill, waitpid, and what the watch loop opens to follow the run
+// (inotify, the proc connector's socket, pidfds) go through the current Sys,
+// which is the real one unless a test installs another for its scope. Each call has the
 // system call's own contract: -1 (or a negative ssize_t) with errno set.
 // Nothing here retries; the callers decide what is retried (EINTR) and what
 // is reported.
@@ -9,6 +10,8 @@
 
 #include <fcntl.h>
 #include <sys/types.h>
+
+#include <cstdint>
 
 namespace faultline::os {
 
@@ -22,6 +25,10 @@ class Sys {
   virtual int unlink(const char* path);
   virtual int kill(pid_t pid, int sig);
   virtual pid_t waitpid(pid_t pid, int* status, int options);
+  virtual int inotifyInit(int flags);
+  virtual int inotifyAddWatch(int fd, const char* path, uint32_t mask);
+  virtual int socket(int domain, int type, int protocol);
+  virtual int pidfdOpen(pid_t pid, unsigned flags);
 };
 
 // The Sys in force: the real calls unless a ScopedSys is alive.

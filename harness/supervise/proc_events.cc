@@ -11,10 +11,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "harness/os/sys.h"
+
 namespace faultline::supervise {
 
 std::unique_ptr<ProcEvents> ProcEvents::open(boost::asio::io_context& io, Handlers handlers) {
-  int fd = ::socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
+  int fd = os::sys().socket(PF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
   if (fd < 0) return nullptr;
   sockaddr_nl addr{};
   addr.nl_family = AF_NETLINK;

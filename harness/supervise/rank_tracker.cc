@@ -1,11 +1,12 @@
 #include "harness/supervise/rank_tracker.h"
 
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -13,6 +14,7 @@
 
 #include "harness/launch/clock.h"
 #include "harness/launch/rank_env.h"
+#include "harness/os/sys.h"
 #include "harness/supervise/proc_fs.h"
 
 namespace faultline::supervise {
@@ -146,6 +148,19 @@ void DescendantRanks::armScan() {
 
 void DescendantRanks::scan() {
   for (pid_t pid : ctx_.containment.members()) classify(pid);
+  // Ranks without a pidfd: ended once gone, or a zombie of their launcher.
+  for (auto it = unwatched_.begin(); it != unwatched_.end();) {
+    RankState* r = *it;
+    const auto st = readStat(r->pid);
+    if (r->finished || !isAlive(r->pid) || (st && st->state == 'Z')) {
+      std::optional<ProcessOutcome> outcome;
+      if (st && st->state == 'Z' && st->exit_code) outcome = ProcessOutcome::fromWaitStatus(*st->exit_code);
+      it = unwatched_.erase(it);
+      if (!r->finished) ctx_.sink.rankEnded(*r, outcome, launch::realtimeNs());
+    } else {
+      ++it;
+    }
+  }
 }
 
 namespace {
@@ -242,10 +257,19 @@ void LauncherRankZero::found(int rank, pid_t pid) {
 }
 
 void DescendantRanks::watchEnd(RankState& r) {
-  int fd = static_cast<int>(::syscall(SYS_pidfd_open, r.pid, 0));
-  if (fd < 0) {
+  int fd = os::sys().pidfdOpen(r.pid, 0);
+  if (fd < 0 && errno == ESRCH) {
     // Gone already: its launcher may have reaped it.
     ctx_.sink.rankEnded(r, std::nullopt, launch::realtimeNs());
+    return;
+  }
+  if (fd < 0) {
+    // No pidfd (out of descriptors, say) is no end: the proc connector's
+    // exit event says when it ends, else the rescan looks for it.
+    ctx_.sink.note("pidfd_open failed for rank " + std::to_string(r.rank) + " (pid " + std::to_string(r.pid) +
+                   "): " + std::strerror(errno) + "; its end is " +
+                   (proc_events_ ? "seen by the proc connector" : "looked for every 100 ms"));
+    if (!proc_events_) unwatched_.insert(&r);
     return;
   }
   r.pidfd = std::make_unique<asio::posix::stream_descriptor>(ctx_.io, fd);

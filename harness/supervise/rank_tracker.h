@@ -149,6 +149,7 @@ class DescendantRanks : public RankTracker {
   void classify(pid_t pid);
 
   std::set<pid_t> classified_;  // pids already looked at for RANK
+  std::set<RankState*> unwatched_;  // ranks without a pidfd or the proc connector: the rescan looks for their end
   std::map<pid_t, std::string> agent_nodes_;  // rank pid -> node, from the agents' rank_start
 
  private:

@@ -49,6 +49,7 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
                    {[this](std::optional<int> rank, std::string what, TimelineKind kind) { timeline(rank, std::move(what), kind); },
                     [this](std::string what) { note(std::move(what)); }, [this] { return in_teardown_ || stop_main_; },
                     [this] { return launcher_ ? std::optional<pid_t>(launcher_->pid) : std::nullopt; }}),
+      file_poll_timer_(io_),
       rank_tracker_(RankTracker::forLauncher(*opts.launcher, {io_, containment, layout, opts.launch.run_id,
                                                               opts.allow_proc_connector, *this})),
       teardown_({opts, *opts.launcher, layout, containment, ranks_, leaks_, *this}) {
@@ -373,9 +374,10 @@ void WatchLoop::progress(bool from_events) {
 }
 
 void WatchLoop::armInotify() {
-  int fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  int fd = os::sys().inotifyInit(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) {
-    note(std::string("inotify_init1 failed: ") + std::strerror(errno) + "; progress is not tracked");
+    note(std::string("inotify_init1 failed: ") + std::strerror(errno) + "; the run's files are read every " +
+         std::to_string(kFilePollMs) + " ms instead");
     return;
   }
   inotify_.assign(fd);
@@ -386,20 +388,89 @@ void WatchLoop::armInotify() {
 }
 
 void WatchLoop::addWatch(const std::string& path, WatchKind kind, int rank) {
-  if (!inotify_.is_open()) return;
+  if (kind == WatchKind::kRankDir) followers_.try_emplace(rank, layout_.rankEvents(rank));
   uint32_t mask = IN_MODIFY;
   if (kind == WatchKind::kRanksRoot) mask = IN_CREATE | IN_ONLYDIR;
   if (kind == WatchKind::kRankDir) mask = IN_MODIFY | IN_CREATE;
-  int wd = ::inotify_add_watch(inotify_.native_handle(), path.c_str(), mask);
-  if (wd < 0) {
-    note("inotify_add_watch failed on " + path + ": " + std::strerror(errno));
-    return;
+  const int wd = inotify_.is_open() ? os::sys().inotifyAddWatch(inotify_.native_handle(), path.c_str(), mask) : -1;
+  if (wd >= 0) {
+    watches_[wd] = Watch{kind, rank};
+  } else {
+    if (inotify_.is_open()) {
+      note("inotify_add_watch failed on " + path + ": " + std::strerror(errno) + "; read every " +
+           std::to_string(kFilePollMs) + " ms instead");
+    }
+    pollInstead(path, Watch{kind, rank});
   }
-  watches_[wd] = Watch{kind, rank};
-  if (kind == WatchKind::kRankDir) {
-    followers_.try_emplace(rank, layout_.rankEvents(rank));
-    readEvents(rank);  // lines written before the watch existed
+  if (kind == WatchKind::kRankDir) readEvents(rank);  // lines written before the watch existed
+}
+
+// --- the run's files without inotify ------------------------------------------
+//
+// inotify refused (inotify_init1 out of descriptors, a watch past
+// max_user_watches): the same files are read on a timer instead, so that no
+// event, exit or sign of progress is lost; only its latency grows.
+
+void WatchLoop::pollInstead(const std::string& path, Watch w) {
+  const bool first = polled_.empty();
+  polled_[path] = PolledPath{w, {}};
+  if (first) armFilePoll();
+}
+
+void WatchLoop::armFilePoll() {
+  file_poll_timer_.expires_after(std::chrono::milliseconds(kFilePollMs));
+  file_poll_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec) return;
+    onFilePoll();
+    armFilePoll();
+  });
+}
+
+void WatchLoop::onFilePoll() {
+  // A file that grew since the last poll (stdout, stderr, a launcher's log).
+  auto grew = [](PolledPath& p, const std::string& file) {
+    std::error_code ec;
+    const auto n = std::filesystem::file_size(file, ec);
+    if (ec) return false;
+    auto& last = p.sizes[file];
+    const bool more = n > last;
+    last = n;
+    return more;
+  };
+  std::vector<std::pair<std::string, int>> new_dirs;
+  for (auto& [path, p] : polled_) {
+    switch (p.watch.kind) {
+      case WatchKind::kRankDir:
+        readEvents(p.watch.rank);
+        for (const char* stream : {"stdout", "stderr"}) {
+          if (grew(p, path + "/" + stream)) {
+            outputSeen(p.watch.rank, stream);
+            progress(false);
+          }
+        }
+        break;
+      case WatchKind::kRanksRoot: {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+          const std::string name = entry.path().filename().string();
+          if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && !followers_.count(std::atoi(name.c_str()))) {
+            new_dirs.emplace_back(entry.path().string(), std::atoi(name.c_str()));
+          }
+        }
+        break;
+      }
+      case WatchKind::kLauncherDir: {
+        std::error_code ec;
+        bool any = false;
+        for (const auto& entry : std::filesystem::directory_iterator(path, ec)) any = grew(p, entry.path().string()) || any;
+        if (any) progress(false);
+        break;
+      }
+      case WatchKind::kCgroupEvents:
+        break;  // this timer's wake-ups are what makes the teardown's waits re-check
+    }
   }
+  for (const auto& [path, rank] : new_dirs) addWatch(path, WatchKind::kRankDir, rank);
 }
 
 void WatchLoop::onInotify(size_t bytes) {

@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdio>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -70,6 +71,11 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   void armInotify();
   void addWatch(const std::string& path, WatchKind kind, int rank);
   void onInotify(size_t bytes);
+  // Without inotify (watch_loop.cc): the path read every kFilePollMs instead.
+  static constexpr int kFilePollMs = 50;
+  void pollInstead(const std::string& path, Watch w);
+  void armFilePoll();
+  void onFilePoll();
   void readEvents(int rank);
   void armHangTimer(Clock::time_point at);
   bool failedAtStartup(const RankState& r, int64_t t_ns) const;
@@ -148,6 +154,12 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   FaultDelivery faults_;
   NodeFaults node_faults_;  // the strikes on a node or its link (node_faults.h)
   std::map<int, Watch> watches_;                       // inotify wd -> what
+  struct PolledPath {
+    Watch watch;
+    std::map<std::string, std::uintmax_t> sizes;  // the files under it, as last read
+  };
+  std::map<std::string, PolledPath> polled_;  // paths inotify refused, read on file_poll_timer_
+  asio::steady_timer file_poll_timer_;
   std::map<pid_t, std::function<void(int)>> children_;  // our children, by pid: wait status handler
 
   std::vector<std::unique_ptr<RankState>> ranks_;

@@ -111,4 +111,21 @@ pid_t FaultySys::waitpid(pid_t pid, int* status, int options) {
   return Sys::waitpid(pid, status, options);
 }
 
+// The calls that only open something: fail as chosen, else the real call.
+#define FL_FAULTY_CALL(call, path, real) \
+  if (int e = decide(call, path, 0)) {   \
+    errno = e;                           \
+    return -1;                           \
+  }                                      \
+  return real
+
+int FaultySys::inotifyInit(int flags) { FL_FAULTY_CALL(Call::kInotifyInit, "", Sys::inotifyInit(flags)); }
+int FaultySys::inotifyAddWatch(int fd, const char* path, uint32_t mask) {
+  FL_FAULTY_CALL(Call::kInotifyAddWatch, path, Sys::inotifyAddWatch(fd, path, mask));
+}
+int FaultySys::socket(int domain, int type, int protocol) { FL_FAULTY_CALL(Call::kSocket, "", Sys::socket(domain, type, protocol)); }
+int FaultySys::pidfdOpen(pid_t pid, unsigned flags) { FL_FAULTY_CALL(Call::kPidfdOpen, "", Sys::pidfdOpen(pid, flags)); }
+
+#undef FL_FAULTY_CALL
+
 }  // namespace faultline::testing
