@@ -332,68 +332,70 @@ void addNodeLogs(RunInput& in, const RunLayout& layout) {
 
 }  // namespace
 
-RunInput loadRun(const std::string& dir) {
-  RunInput in;
-  in.dir = dir;
-  const RunLayout layout(dir);
-  std::error_code ec;
+namespace {
 
+RankInput& rankAt(RunInput& in, int r) {
+  RankInput& ri = in.ranks[r];
+  ri.rank = r;
+  return ri;
+}
+
+// Exit facts: the supervisor's record (its ranks, the exits it attributed,
+// what its teardown signalled, the launcher), else only what the files say.
+void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
+  std::error_code ec;
   if (fs::exists(layout.supervisorPath(), ec)) {
     auto rec = readSupervisorRecord(layout.supervisorPath());
     if (rec) in.supervisor = std::move(*rec);
   }
-  auto rankAt = [&](int r) -> RankInput& {
-    RankInput& ri = in.ranks[r];
-    ri.rank = r;
-    return ri;
-  };
-  // Exit facts: the supervisor's record, else only what the files below say.
-  if (in.supervisor) {
-    const SupervisorRecord& s = *in.supervisor;
-    if (s.world_size > 0) in.world_size = s.world_size;
-    if (!s.launcher.empty()) in.launcher_name = s.launcher;
-    for (const SupervisedRank& sr : s.ranks) {
-      RankInput& r = rankAt(sr.rank);
-      r.pid = sr.pid;
-      r.started = true;
-      r.start_ns = sr.start_ns;
-      r.exit_ns = sr.exit_ns;
-      r.exit_code = sr.exit_code;
-      r.signal = sr.signal;
-      r.exit_known = sr.exit_code.has_value() || sr.signal.has_value();
-      r.killed_by_teardown = sr.killed_by_teardown;
-    }
-    // External mode: exits of descendants the supervisor attributed to a rank.
-    for (const ProcessExit& pe : s.process_exits) {
-      if (!pe.rank) continue;
-      RankInput& r = rankAt(*pe.rank);
-      r.started = true;
-      if (r.exit_known && r.pid && *r.pid != pe.pid) continue;  // another process of that rank
-      if (!r.pid) r.pid = pe.pid;
-      if (!r.exit_ns) r.exit_ns = pe.t_ns;
-      if (!r.exit_known) {
-        r.exit_code = pe.exit_code;
-        r.signal = pe.signal;
-        r.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
-      }
-    }
-    for (const SignalSent& sig : s.teardown.signals) {
-      if (sig.rank && (sig.signal == "SIGTERM" || sig.signal == "SIGKILL") && in.ranks.count(*sig.rank)) {
-        RankInput& r = rankAt(*sig.rank);
-        // Signalled in teardown and then died of a signal: the teardown ended it.
-        if (!r.exit_known || (r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL"))) {
-          r.killed_by_teardown = true;
-        }
-      }
-    }
-    if (s.launcher_process) {
-      in.launcher_exit_code = s.launcher_process->exit_code;
-      in.launcher_signal = s.launcher_process->signal;
-    }
-    in.library = LibraryPaths(s.library_paths);
+  if (!in.supervisor) return;
+  const SupervisorRecord& s = *in.supervisor;
+  if (s.world_size > 0) in.world_size = s.world_size;
+  if (!s.launcher.empty()) in.launcher_name = s.launcher;
+  for (const SupervisedRank& sr : s.ranks) {
+    RankInput& r = rankAt(in, sr.rank);
+    r.pid = sr.pid;
+    r.started = true;
+    r.start_ns = sr.start_ns;
+    r.exit_ns = sr.exit_ns;
+    r.exit_code = sr.exit_code;
+    r.signal = sr.signal;
+    r.exit_known = sr.exit_code.has_value() || sr.signal.has_value();
+    r.killed_by_teardown = sr.killed_by_teardown;
   }
+  // External mode: exits of descendants the supervisor attributed to a rank.
+  for (const ProcessExit& pe : s.process_exits) {
+    if (!pe.rank) continue;
+    RankInput& r = rankAt(in, *pe.rank);
+    r.started = true;
+    if (r.exit_known && r.pid && *r.pid != pe.pid) continue;  // another process of that rank
+    if (!r.pid) r.pid = pe.pid;
+    if (!r.exit_ns) r.exit_ns = pe.t_ns;
+    if (!r.exit_known) {
+      r.exit_code = pe.exit_code;
+      r.signal = pe.signal;
+      r.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
+    }
+  }
+  for (const SignalSent& sig : s.teardown.signals) {
+    if (sig.rank && (sig.signal == "SIGTERM" || sig.signal == "SIGKILL") && in.ranks.count(*sig.rank)) {
+      RankInput& r = rankAt(in, *sig.rank);
+      // Signalled in teardown and then died of a signal: the teardown ended it.
+      if (!r.exit_known || (r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL"))) {
+        r.killed_by_teardown = true;
+      }
+    }
+  }
+  if (s.launcher_process) {
+    in.launcher_exit_code = s.launcher_process->exit_code;
+    in.launcher_signal = s.launcher_process->signal;
+  }
+  in.library = LibraryPaths(s.library_paths);
+}
 
-  // Per-rank directories.
+// Each rank's directory: its output, error file, stacks and events.
+void readRankDirs(RunInput& in, const RunLayout& layout) {
+  std::error_code ec;
   const fs::path ranks_dir = layout.ranksDir();
   if (fs::is_directory(ranks_dir, ec)) {
     for (const auto& d : fs::directory_iterator(ranks_dir, ec)) {
@@ -401,7 +403,7 @@ RunInput loadRun(const std::string& dir) {
       if (!r || !d.is_directory(ec)) continue;
       // A directory whose name is not the rank's own spelling ("01") is no rank's.
       if (d.path().filename().string() != std::to_string(*r)) continue;
-      RankInput& ri = rankAt(*r);
+      RankInput& ri = rankAt(in, *r);
       addLog(ri, layout.rankStderr(*r), true);
       addLog(ri, layout.rankStdout(*r), false);
       addErrorFile(ri, layout.rankErrorFile(*r));
@@ -410,40 +412,44 @@ RunInput loadRun(const std::string& dir) {
       if (!ri.events.events.empty()) ri.started = true;
     }
   }
-  dropTeardownCollectives(in);
-  addFlightRecorder(in, layout.flightRecorderDir());
-  // Exits the supervisor could not attribute (no RANK in the environment, as
-  // in torch.multiprocessing.spawn children) belong to the rank whose events
-  // carry that pid: the pid of its `start` line, the shim in the rank's own
-  // process. Its DataLoader workers write events too (a file they open),
-  // under their own pids; they are the rank's children, not the rank.
-  if (in.supervisor) {
-    std::map<int, std::set<int>> start_pids;  // rank -> the pids of its `start` lines, where it has any
-    for (const auto& [r, ri] : in.ranks) {
-      for (const Event& e : ri.events.events) {
-        if (e.ev == "start") start_pids[r].insert(e.pid);
-      }
-    }
-    for (const ProcessExit& pe : in.supervisor->process_exits) {
-      if (pe.rank) continue;
-      for (auto& [r, ri] : in.ranks) {
-        const auto start = start_pids.find(r);
-        const bool same = start != start_pids.end()
-                              ? start->second.count(pe.pid) > 0
-                              : std::any_of(ri.events.events.begin(), ri.events.events.end(),
-                                            [&](const Event& e) { return e.pid == pe.pid; });
-        if (!same || ri.exit_known) continue;
-        ri.pid = pe.pid;
-        ri.exit_ns = pe.t_ns;
-        ri.exit_code = pe.exit_code;
-        ri.signal = pe.signal;
-        ri.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
-      }
+}
+
+// Exits the supervisor could not attribute (no RANK in the environment, as
+// in torch.multiprocessing.spawn children) belong to the rank whose events
+// carry that pid: the pid of its `start` line, the shim in the rank's own
+// process. Its DataLoader workers write events too (a file they open),
+// under their own pids; they are the rank's children, not the rank.
+void attributeUnnamedExits(RunInput& in) {
+  if (!in.supervisor) return;
+  std::map<int, std::set<int>> start_pids;  // rank -> the pids of its `start` lines, where it has any
+  for (const auto& [r, ri] : in.ranks) {
+    for (const Event& e : ri.events.events) {
+      if (e.ev == "start") start_pids[r].insert(e.pid);
     }
   }
-  attachCrashedChildren(in);
+  for (const ProcessExit& pe : in.supervisor->process_exits) {
+    if (pe.rank) continue;
+    for (auto& [r, ri] : in.ranks) {
+      const auto start = start_pids.find(r);
+      const bool same = start != start_pids.end()
+                            ? start->second.count(pe.pid) > 0
+                            : std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                                          [&](const Event& e) { return e.pid == pe.pid; });
+      if (!same || ri.exit_known) continue;
+      ri.pid = pe.pid;
+      ri.exit_ns = pe.t_ns;
+      ri.exit_code = pe.exit_code;
+      ri.signal = pe.signal;
+      ri.exit_known = pe.exit_code.has_value() || pe.signal.has_value();
+    }
+  }
+}
 
-  // The launcher: its stderr, torchrun's per-rank log files, spawn children.
+// The launcher: its stderr and stdout, torchrun's per-rank log files, spawn's
+// children. Returns the tracebacks its failure block quotes, by rank (into
+// *in.launcher), for addQuotedChains.
+std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& layout) {
+  std::error_code ec;
   auto lerr = readTail(layout.launcherStderr());
   std::map<int, const PyChain*> pending_chains;  // into *in.launcher
   const fs::path attempt = lastAttemptDir(layout.launcherLogsDir());
@@ -457,10 +463,10 @@ RunInput loadRun(const std::string& dir) {
       for (std::string_view l : splitLines(*lerr)) {
         if (auto p = splitRankPrefix(l)) demuxed[p->rank].append(p->text).push_back('\n');
       }
-      for (auto& [r, text] : demuxed) addRankOutput(rankAt(r), text, "launcher/stderr", true);
+      for (auto& [r, text] : demuxed) addRankOutput(rankAt(in, r), text, "launcher/stderr", true);
     }
     if (L.spawn_rank) {
-      RankInput& ri = rankAt(*L.spawn_rank);
+      RankInput& ri = rankAt(in, *L.spawn_rank);
       ri.started = true;
       if (L.spawn_chain) {
         Evidence e = evidenceFromChain(*L.spawn_chain);
@@ -480,7 +486,7 @@ RunInput loadRun(const std::string& dir) {
     // torchrun's failure entries give exit status (never the choice of root cause).
     for (const LauncherFailure& f : L.failures) {
       if (f.rank < 0) continue;
-      RankInput& ri = rankAt(f.rank);
+      RankInput& ri = rankAt(in, f.rank);
       ri.started = true;
       if (f.chain) pending_chains[f.rank] = &*f.chain;
       if (!ri.pid && f.pid) ri.pid = f.pid;
@@ -495,14 +501,17 @@ RunInput loadRun(const std::string& dir) {
     for (const auto& d : fs::directory_iterator(attempt, ec)) {
       auto r = parseRankDir(d.path().filename().string());
       if (!r || !d.is_directory(ec)) continue;
-      addAttemptRankDir(rankAt(*r), d.path());  // single node: local rank == rank
+      addAttemptRankDir(rankAt(in, *r), d.path());  // single node: local rank == rank
     }
   }
+  return pending_chains;
+}
 
-  // An error file's traceback quoted in the failure block is evidence only
-  // for a rank that has none of its own (its error file was not in reach).
+// An error file's traceback quoted in the failure block is evidence only
+// for a rank that has none of its own (its error file was not in reach).
+void addQuotedChains(RunInput& in, const std::map<int, const PyChain*>& pending_chains) {
   for (const auto& [r, chain] : pending_chains) {
-    RankInput& ri = rankAt(r);
+    RankInput& ri = rankAt(in, r);
     const bool has_own = !ri.errors.empty() ||
                          std::any_of(ri.events.events.begin(), ri.events.events.end(),
                                      [](const Event& e) { return e.ev == "error"; });
@@ -511,7 +520,10 @@ RunInput loadRun(const std::string& dir) {
     e.origin = "launcher/stderr";
     ri.errors.push_back(std::move(e));
   }
-  // Events: pids, the probe's error events, exit codes.
+}
+
+// Events: pids, the probe's error events, exit codes.
+void readEventFacts(RunInput& in) {
   for (auto& [r, ri] : in.ranks) {
     for (const Event& e : ri.events.events) {
       if (!ri.pid && e.pid > 0) ri.pid = e.pid;
@@ -523,31 +535,36 @@ RunInput loadRun(const std::string& dir) {
       }
     }
   }
-  // torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
-  // "Sending process P closing signal SIGTERM": match pids to ranks.
-  if (in.launcher) {
-    for (auto& [r, ri] : in.ranks) {
-      if (!ri.pid) continue;
-      for (const auto& pe : in.launcher->failed_pids) {
-        if (pe.pid == *ri.pid && !ri.exit_known && pe.exit_code) {
-          if (*pe.exit_code < 0) ri.signal = signalName(-*pe.exit_code);
-          else ri.exit_code = pe.exit_code;
-          ri.exit_known = true;
-        }
+}
+
+// torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
+// "Sending process P closing signal SIGTERM": match pids to ranks.
+void matchLauncherPids(RunInput& in) {
+  if (!in.launcher) return;
+  for (auto& [r, ri] : in.ranks) {
+    if (!ri.pid) continue;
+    for (const auto& pe : in.launcher->failed_pids) {
+      if (pe.pid == *ri.pid && !ri.exit_known && pe.exit_code) {
+        if (*pe.exit_code < 0) ri.signal = signalName(-*pe.exit_code);
+        else ri.exit_code = pe.exit_code;
+        ri.exit_known = true;
       }
-      // The launcher's signal ended the rank unless the rank is known to
-      // have died of another one first (torchrun signals every worker of a
-      // failed job, a dead one it has not reaped yet too), or its exit is the
-      // one that made the launcher signal them all (DeepSpeed's return code).
-      if (launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) ri.killed_by_teardown = true;
     }
+    // The launcher's signal ended the rank unless the rank is known to
+    // have died of another one first (torchrun signals every worker of a
+    // failed job, a dead one it has not reaped yet too), or its exit is the
+    // one that made the launcher signal them all (DeepSpeed's return code).
+    if (launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) ri.killed_by_teardown = true;
   }
-  // Nodes: each rank's node and host from its agent's rank_start; the exit an
-  // agent saw where nothing else said one.
+}
+
+// Nodes: each rank's node and host from its agent's rank_start; the exit an
+// agent saw where nothing else said one.
+void readNodeFacts(RunInput& in, const std::string& dir, const RunLayout& layout) {
   in.nodes = readNodes(dir, &in.node_problems);
   for (const auto& [name, node] : in.nodes) {
     for (const auto& [r, on] : node.ranks) {
-      RankInput& ri = rankAt(r);
+      RankInput& ri = rankAt(in, r);
       if (!ri.node.empty()) continue;  // a restarted rank: its first node
       ri.node = name;
       ri.host = node.host;
@@ -563,13 +580,20 @@ RunInput loadRun(const std::string& dir) {
     }
   }
   addNodeLogs(in, layout);
-  // The parsers picked locations by the built-in policy; the run's own
-  // library paths pick again among the same frames.
+}
+
+// The parsers picked locations by the built-in policy; the run's own
+// library paths pick again among the same frames.
+void repickLocations(RunInput& in) {
   if (!in.library.extra().empty()) {
     for (auto& [r, ri] : in.ranks) {
       for (Evidence& e : ri.errors) pickLocation(e, in.library);
     }
   }
+}
+
+// Without a record of the world size: the ranks seen, and what their start events say.
+void inferWorldSize(RunInput& in) {
   if (in.world_size <= 0) {
     for (const auto& [r, ri] : in.ranks) in.world_size = std::max(in.world_size, r + 1);
     for (const auto& [r, ri] : in.ranks) {
@@ -578,6 +602,26 @@ RunInput loadRun(const std::string& dir) {
       }
     }
   }
+}
+
+}  // namespace
+
+RunInput loadRun(const std::string& dir) {
+  RunInput in;
+  in.dir = dir;
+  const RunLayout layout(dir);
+  readSupervisorFacts(in, layout);
+  readRankDirs(in, layout);
+  dropTeardownCollectives(in);
+  addFlightRecorder(in, layout.flightRecorderDir());
+  attributeUnnamedExits(in);
+  attachCrashedChildren(in);
+  addQuotedChains(in, readLauncherFiles(in, layout));
+  readEventFacts(in);
+  matchLauncherPids(in);
+  readNodeFacts(in, dir, layout);
+  repickLocations(in);
+  inferWorldSize(in);
   return in;
 }
 

@@ -42,8 +42,8 @@ std::vector<std::string> concat(std::vector<std::string> a, const std::vector<st
 }  // namespace
 
 std::vector<std::string> faultArgs(const scenario::Scenario& s) {
-  if (!s.fault || s.fault->kind.empty() || s.fault->by != "trainer") return {};
-  std::vector<std::string> out = {"--fault", s.fault->kind, "--fault-rank",
+  if (!s.fault || !s.fault->scripted() || s.fault->by != "trainer") return {};
+  std::vector<std::string> out = {"--fault", std::string(probe::faultKindName(s.fault->kind)), "--fault-rank",
                                   s.fault->rankList(), "--fault-step",
                                   std::to_string(s.fault->step)};
   if (!s.fault->arg.empty()) out.insert(out.end(), {"--fault-arg", s.fault->arg});
@@ -165,18 +165,18 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   if (python_trainer && torch) trainer[0] = torch->python;
   LaunchOptions& l = plan.launch;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
-  if (s.fault && !s.fault->kind.empty()) {
+  if (s.fault && s.fault->scripted()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
     // command trainer the Python shim or the probe strikes it, read from FAULTLINE_FAULT.
     // The parser resolved `by` to the layer that strikes it (scenario.cc, chooseFaultLayer).
-    const probe::FaultSpec spec = s.fault->toSpec();
+    const probe::FaultSpec& spec = *s.fault;
     const probe::FaultLayer layer =
         s.fault->by == "supervisor" ? probe::FaultLayer::kSupervisor : probe::inRankLayer(reference, trainer);
     plan.requested_faults.push_back(requestedFault(spec, layer));
     if (layer == probe::FaultLayer::kSupervisor) {
       plan.outside_faults.push_back(spec);
     } else if (!reference) {
-      l.env["FAULTLINE_FAULT"] = s.fault->spec();
+      l.env["FAULTLINE_FAULT"] = s.fault->text();
     }
   }
   l.instruments = tools.instruments;

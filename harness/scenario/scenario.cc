@@ -492,7 +492,7 @@ void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Faul
   }
   std::vector<std::string> command = stack.command;
   command.insert(command.end(), stack.args.begin(), stack.args.end());
-  const auto layer = probe::chooseLayer(f.toSpec(), probe::inRankLayer(reference, command));
+  const auto layer = probe::chooseLayer(f, probe::inRankLayer(reference, command));
   if (!layer) {
     const toml::node* at = t.get("by") ? t.get("by") : t.get("kind");
     c.error(at->source(), "[fault]: " + layer.error());
@@ -500,13 +500,13 @@ void chooseFaultLayer(Checker& c, const toml::table& t, const Stack& stack, Faul
   }
   f.by = *layer == FaultLayer::kSupervisor ? "supervisor" : "trainer";
   if (!stack.instrument && !reference && f.by == "trainer") {
-    c.error(t.get("kind")->source(), "[fault]: the Python shim strikes '" + f.kind +
+    c.error(t.get("kind")->source(), "[fault]: the Python shim strikes '" + std::string(probe::faultKindName(f.kind)) +
                                          "' here, and stack.instrument = false runs without it, expected by = "
                                          "\"supervisor\" (a signal or a freeze) or a trainer that strikes its own faults");
     return;
   }
   // A step past the run's last never comes: the reference trainer's --steps is known.
-  if (reference && f.toSpec().atStep() && f.by == "trainer") {
+  if (reference && f.atStep() && f.by == "trainer") {
     long steps = 20;
     for (size_t i = 0; i + 1 < stack.args.size(); ++i) {
       if (stack.args[i] == "--steps") steps = std::strtol(stack.args[i + 1].c_str(), nullptr, 10);
@@ -587,7 +587,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
       }
       c.error(t.get("kind")->source(), "fault.kind: unknown fault kind '" + *kind + "', expected one of: " + list);
     }
-    f.kind = *kind;
+    f.kind = probe::faultKindFromName(*kind).value_or(probe::FaultKind::kNone);
   }
   if (const toml::node* rn = t.get("rank")) {
     // rank = R, or rank = [R, ...]: the same fault on each (the root cause is whichever fails first).
@@ -634,8 +634,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
   }
   parseFaultPoint(c, t, f);
   if (!c.failed() && kind) {
-    const probe::FaultSpec spec = f.toSpec();
-    if (auto ok = probe::validateFaultSpec(spec, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
+    if (auto ok = probe::validateFaultSpec(f, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
   }
   if (!c.failed() && kind) chooseFaultLayer(c, t, stack, f);
 }
@@ -780,24 +779,6 @@ void parseExpect(Checker& c, const toml::table& t, std::vector<Expect>& out) {
 std::string SourcePos::str() const {
   return file + ":" + std::to_string(line) + ":" + std::to_string(column);
 }
-
-probe::FaultSpec Fault::toSpec() const {
-  probe::FaultSpec f;
-  f.kind = probe::faultKindFromName(kind).value_or(probe::FaultKind::kNone);
-  f.ranks = ranks;
-  f.step = step;
-  f.arg = arg;
-  f.collective = collective;
-  f.op = op;
-  f.nth = nth;
-  f.after_s = after_s;
-  f.by = by;
-  f.node = node;
-  f.rendezvous = rendezvous;
-  return f;
-}
-
-std::string Fault::spec() const { return toSpec().text(); }
 
 std::string Fault::rankList() const { return probe::rankList(ranks); }
 

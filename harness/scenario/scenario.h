@@ -57,33 +57,16 @@ struct Stack {
   std::vector<std::vector<std::string>> tools;
 };
 
-struct Fault {
-  std::string kind;         // empty when the fault is only `inject`
-  std::vector<int> ranks;   // the ranks it strikes, ascending; empty: every rank (code-level bugs)
-  long step = 1;
-  std::string arg;
+// [fault]: a scripted fault (the probe's own FaultSpec: its kind, ranks or
+// node, point, arg, and who strikes it, resolved when the file is read), a
+// system-call fault for the interposer, or both.
+struct Fault : probe::FaultSpec {
   // System-call faults for the LD_PRELOAD interposer, in the FAULTLINE_INJECT
   // grammar ("write:ENOSPC:rank=1:after=100"); given to every process of the
   // run as FAULTLINE_INJECT. Empty: none.
   std::string inject;
-  // Other points than a step (the shim and the supervisor strike there):
-  // collective #K, the nth call of op, T seconds after start.
-  std::optional<long> collective;
-  std::string op;
-  long nth = 1;
-  std::optional<double> after_s;
-  // Who strikes it, resolved when the file is read (`by`, or the default for
-  // the trainer): the reference trainer or the Python shim ("trainer"), or
-  // the supervisor from outside the rank ("supervisor"). Empty: no kind.
-  std::string by;
-  // A node fault (node_loss, partition, slow_link, slow_node, agent_kill):
-  // the node it strikes ("n2"); `ranks` are then the node's. rendezvous:
-  // point = "rendezvous" (agent_kill only).
-  std::string node;
-  bool rendezvous = false;
-  // FAULTLINE_FAULT form: "kind:rank=R:step=S:arg=X" (rank "0,2" or "all"), or with its other point.
-  std::string spec() const;
-  probe::FaultSpec toSpec() const;
+  // Whether it has a kind (kind = ...): false for a fault that is only `inject`.
+  bool scripted() const { return kind != probe::FaultKind::kNone; }
   // The --fault-rank value: "1", "0,2" or "all".
   std::string rankList() const;
 };

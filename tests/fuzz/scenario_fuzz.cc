@@ -97,8 +97,8 @@ std::string toTomlText(const sc::Scenario& s) {
   if (s.fault) {
     const sc::Fault& f = *s.fault;
     toml::table fault;
-    if (!f.kind.empty()) {  // rank (or node), the point, arg and by belong to a kind
-      fault.insert_or_assign("kind", f.kind);
+    if (f.scripted()) {  // rank (or node), the point, arg and by belong to a kind
+      fault.insert_or_assign("kind", std::string(faultline::probe::faultKindName(f.kind)));
       if (!f.node.empty()) {  // the node's ranks follow from it
         fault.insert_or_assign("node", f.node);
       } else if (f.ranks.size() == 1) {
@@ -162,7 +162,7 @@ json summary(const sc::Scenario& s) {
           {"stacks", s.stack.stacks},
           {"torch", s.stack.torch},
           {"instrument", s.stack.instrument},
-          {"fault", s.fault ? json{s.fault->kind, s.fault->ranks, s.fault->step, s.fault->arg, s.fault->inject,
+          {"fault", s.fault ? json{std::string(faultline::probe::faultKindName(s.fault->kind)), s.fault->ranks, s.fault->step, s.fault->arg, s.fault->inject,
                                    s.fault->collective ? json(*s.fault->collective) : json(), s.fault->op,
                                    s.fault->nth, s.fault->after_s ? json(*s.fault->after_s) : json(), s.fault->by,
                                    s.fault->node, s.fault->rendezvous}
@@ -181,7 +181,7 @@ void checkValid(const sc::Scenario& s) {
     for (int r : s.fault->ranks) check(r >= 0 && r < s.stack.world_size, "fault rank out of range");
   }
   if (s.fault) check(s.fault->step >= 1, "fault step < 1");
-  if (s.fault) check(!s.fault->kind.empty() || !s.fault->inject.empty(), "a fault has neither kind nor inject");
+  if (s.fault) check(s.fault->scripted() || !s.fault->inject.empty(), "a fault has neither kind nor inject");
   for (double v : {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s}) {
     check(std::isfinite(v) && v > 0, "a limit is not a positive number of seconds", json(v).dump());
   }

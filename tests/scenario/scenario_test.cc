@@ -51,7 +51,7 @@ TEST(Scenario, ParsesContractExample) {
   EXPECT_TRUE(s->hasTag("hang"));
   EXPECT_EQ(s->stack.world_size, 4);
   ASSERT_TRUE(s->fault.has_value());
-  EXPECT_EQ(s->fault->spec(), "hung_collective:rank=1:step=3");
+  EXPECT_EQ(s->fault->text(), "hung_collective:rank=1:step=3");
   EXPECT_DOUBLE_EQ(s->limits.hang_timeout_s, 5);
   ASSERT_EQ(s->expect.size(), 7u);
   EXPECT_EQ(s->expect[6].op, MatchOp::kNull);
@@ -67,7 +67,7 @@ TEST(Scenario, ParsesContractExample) {
 TEST(Scenario, FaultWithoutRankMeansEveryRank) {
   auto s = parseScenarioText("name = \"x\"\n[fault]\nkind = \"unsharded_data\"\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
   ASSERT_TRUE(s.has_value()) << s.error().message;
-  EXPECT_EQ(s->fault->spec(), "unsharded_data:rank=all:step=1");
+  EXPECT_EQ(s->fault->text(), "unsharded_data:rank=all:step=1");
 }
 
 // Issue 16: the same fault on several ranks, so no scenario is scored on one rank choice.
@@ -78,7 +78,7 @@ TEST(Scenario, FaultOnSeveralRanks) {
       "s.toml");
   ASSERT_TRUE(s.has_value()) << s.error().message;
   EXPECT_EQ(s->fault->ranks, (std::vector<int>{0, 2}));
-  EXPECT_EQ(s->fault->spec(), "segfault:rank=0,2:step=3");
+  EXPECT_EQ(s->fault->text(), "segfault:rank=0,2:step=3");
   EXPECT_EQ(s->fault->rankList(), "0,2");
   auto one = parseScenarioText("name = \"x\"\n[fault]\nkind = \"segfault\"\nrank = 1\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
   ASSERT_TRUE(one.has_value()) << one.error().message;
@@ -101,13 +101,13 @@ TEST(Scenario, InjectAloneIsAFault) {
   ASSERT_TRUE(s.has_value()) << s.error().message;
   ASSERT_TRUE(s->fault);
   EXPECT_EQ(s->fault->inject, "write:ENOSPC:rank=1:after=100;fsync:EIO");
-  EXPECT_TRUE(s->fault->kind.empty());
+  EXPECT_FALSE(s->fault->scripted());
   auto both = parseScenarioText(
       "name = \"x\"\n[fault]\nkind = \"straggler\"\nrank = 1\ninject = \"connect:ECONNREFUSED:rank=0\"\n"
       "[expect]\n\"verdict\" = \"pass\"\n",
       "s.toml");
   ASSERT_TRUE(both.has_value()) << both.error().message;
-  EXPECT_EQ(both->fault->kind, "straggler");
+  EXPECT_EQ(both->fault->kind, probe::FaultKind::kStraggler);
   EXPECT_EQ(both->fault->inject, "connect:ECONNREFUSED:rank=0");
 }
 
@@ -499,7 +499,7 @@ TEST(ScenarioFaults, TheLayerIsChosenAndKept) {
                              "s.toml");
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->fault->by, "trainer");  // the shim: the supervisor has no op points
-  EXPECT_EQ(s->fault->spec(), "sigkill:rank=2:op=allreduce:nth=3");
+  EXPECT_EQ(s->fault->text(), "sigkill:rank=2:op=allreduce:nth=3");
   auto f = parseScenarioText(std::string("name = \"x\"\n[stack]\n") + kCmd +
                                  "\n[fault]\nkind = \"freeze\"\nrank = 1\n[expect]\n\"verdict\" = \"pass\"\n",
                              "s.toml");
@@ -519,11 +519,11 @@ TEST(ScenarioParse, ANodeFaultStrikesTheRanksOfItsNode) {
   EXPECT_EQ(s->fault->node, "n2");
   EXPECT_EQ(s->fault->ranks, (std::vector<int>{2, 3}));
   EXPECT_EQ(s->fault->by, "supervisor");
-  EXPECT_EQ(s->fault->spec(), "partition:node=n2:step=6:arg=3");
+  EXPECT_EQ(s->fault->text(), "partition:node=n2:step=6:arg=3");
   auto r = parseScenarioText(kTwoNodes + "[fault]\nkind = \"agent_kill\"\nnode = \"n2\"\npoint = \"rendezvous\"\n[expect]\n\"verdict\" = \"fail\"\n", "s.toml");
   ASSERT_TRUE(r) << r.error().message;
-  EXPECT_TRUE(r->fault->toSpec().rendezvous);
-  EXPECT_EQ(r->fault->toSpec().point(), "rendezvous");
+  EXPECT_TRUE(r->fault->rendezvous);
+  EXPECT_EQ(r->fault->point(), "rendezvous");
 }
 
 TEST(ScenarioParse, NodeFaultsThatCannotBeAreErrorsAtTheirKey) {
