@@ -42,6 +42,7 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       hang_timer_(io_),
       deadline_timer_(io_),
       allowance_timer_(io_),
+      startup_timer_(io_),
       fault_timer_(io_),
       adaptive_timer_(io_),
       faults_(opts.outside_faults),
@@ -151,6 +152,7 @@ void WatchLoop::runMainPhase() {
   node_faults_.stop();
   deadline_timer_.cancel();
   allowance_timer_.cancel();
+  startup_timer_.cancel();
   noteStraggler();
 }
 
@@ -301,12 +303,17 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
         // error) is usually every rank's: stopping the others before they
         // got as far would hide that. They get a moment to fail the same
         // way; the run stops as soon as every rank has ended.
-        timeline(r.rank, "rank " + std::to_string(r.rank) + " failed at start-up; the other ranks get " +
-                             secondsText(kStartupGraceS) + " s to get as far before the teardown");
+        // Only those still busy starting (importing, reading) are on their
+        // way there: once every other rank is past its start-up or idle, the
+        // wait ends (onStartupPoll).
+        timeline(r.rank, "rank " + std::to_string(r.rank) + " failed at start-up; the other ranks get up to " +
+                             secondsText(kStartupGraceS) + " s to get as far before the teardown, while they are busy starting");
         allowance_timer_.expires_after(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kStartupGraceS)));
         allowance_timer_.async_wait([this](const boost::system::error_code& ec) {
           if (!ec) stop_main_ = true;
         });
+        startup_activity_.reset();
+        onStartupPoll();
       } else {
         stop_main_ = true;
       }
@@ -834,17 +841,7 @@ void WatchLoop::onAdaptiveTimer() {
     activity_.reset();
     activity_key_ = {w->op, w->seq};
   }
-  std::vector<pid_t> roots;
-  for (int r : w->missing) roots.push_back(pids.at(r));
-  const auto ticks = treeCpuTicks(roots);
-  for (int r : w->missing) {
-    const pid_t pid = pids.at(r);
-    Activity a;
-    if (auto t = ticks.find(pid); t != ticks.end()) a.cpu_ticks = t->second;
-    a.io_chars = readIoChars(pid).value_or(0);
-    if (auto st = readStat(pid)) a.state = st->state;
-    activity_.sample(r, a, now);
-  }
+  sampleActivity(activity_, w->missing, now);
   const WaitVerdict v = judgeWait(*w, activity_, now);
   if (v.hang) {
     std::vector<int> stopped;
@@ -875,6 +872,54 @@ void WatchLoop::noteStraggler() {
   w.waited_ns = std::max(w.waited_ns, launch::realtimeNs() - w.since_ns);
   timeline(straggler_ranks_.size() == 1 ? std::optional<int>(straggler_ranks_.front()) : std::nullopt,
            "adaptive: " + describeStraggler(w, straggler_ranks_));
+}
+
+// --- activity, read from /proc ------------------------------------------------
+
+void WatchLoop::sampleActivity(ActivityWatch& watch, const std::vector<int>& ranks, int64_t now_ns) {
+  std::map<int, pid_t> pids;
+  for (const auto& r : ranks_) {
+    if (!r->finished && std::find(ranks.begin(), ranks.end(), r->rank) != ranks.end()) pids[r->rank] = r->pid;
+  }
+  std::vector<pid_t> roots;
+  for (const auto& [rank, pid] : pids) roots.push_back(pid);
+  const auto ticks = treeCpuTicks(roots);
+  for (const auto& [rank, pid] : pids) {
+    Activity a;
+    if (auto t = ticks.find(pid); t != ticks.end()) a.cpu_ticks = t->second;
+    a.io_chars = readIoChars(pid).value_or(0);
+    if (auto st = readStat(pid)) a.state = st->state;
+    watch.sample(rank, a, now_ns);
+  }
+}
+
+void WatchLoop::onStartupPoll() {
+  if (stop_main_ || in_teardown_) return;
+  std::vector<int> starting;
+  for (const auto& r : ranks_) {
+    if (!r->finished && !pastStartup(*r)) starting.push_back(r->rank);
+  }
+  const int64_t now = launch::realtimeNs();
+  sampleActivity(startup_activity_, starting, now);
+  // Idle for two polls in a row (not one quiet moment), or stopped: waiting
+  // for something, not racing to the same error.
+  const int64_t idle_for = 2 * kStartupPollMs * 1'000'000LL;
+  const bool all_settled = std::all_of(starting.begin(), starting.end(), [&](int rank) {
+    return startup_activity_.stopped(rank) || startup_activity_.idleNs(rank, now) >= idle_for;
+  });
+  if (all_settled) {
+    timeline(std::nullopt, starting.empty() ? std::string("every other rank is past its start-up: no wait")
+                                            : (starting.size() == 1 ? "rank " : "ranks ") + probe::rankList(starting) +
+                                                  " idle (no CPU, no I/O) while starting: not on their way to the same "
+                                                  "failure, no wait");
+    allowance_timer_.cancel();
+    stop_main_ = true;
+    return;
+  }
+  startup_timer_.expires_after(std::chrono::milliseconds(kStartupPollMs));
+  startup_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec) onStartupPoll();
+  });
 }
 
 // --- the end --------------------------------------------------------------------

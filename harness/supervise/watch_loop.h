@@ -79,7 +79,11 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   void readEvents(int rank);
   void armHangTimer(Clock::time_point at);
   bool failedAtStartup(const RankState& r, int64_t t_ns) const;
-  static constexpr double kStartupGraceS = 2.0;  // builtin: how long the other ranks of a start-up failure get
+  static constexpr double kStartupGraceS = 2.0;  // builtin: the longest the other ranks of a start-up failure get
+  static constexpr int kStartupPollMs = 100;     // ... looked at this often: the wait ends once none is busy starting
+  void onStartupPoll();
+  // Samples what /proc says of RANKS (their process trees) into WATCH.
+  void sampleActivity(ActivityWatch& watch, const std::vector<int>& ranks, int64_t now_ns);
   void onHangTimer();
   // Adaptive detection (adaptive_hang.h): a poll while some rank waits in a
   // collective; /proc is read only once a wait nears its threshold.
@@ -143,9 +147,11 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   asio::steady_timer hang_timer_;
   asio::steady_timer deadline_timer_;
   asio::steady_timer allowance_timer_;
+  asio::steady_timer startup_timer_;  // a start-up failure's peers, looked at while they may be on their way to it
   asio::steady_timer fault_timer_;
   asio::steady_timer adaptive_timer_;
   ActivityWatch activity_;
+  ActivityWatch startup_activity_;  // the peers of a start-up failure
   std::pair<std::string, int64_t> activity_key_;  // the wait (op, seq) activity_ is sampling for
   // A wait past its threshold whose missing ranks were busy: reported as
   // stragglers once it ends (or when the run ends).

@@ -101,13 +101,13 @@ TEST(Supervise, RankExitingThreeIsTheFirstFailureAndOthersAreTornDown) {
 }
 
 TEST(Supervise, AStartUpFailureGivesTheSilentRanksAMomentToFailTheSameWay) {
-  // Rank 1 fails at once; ranks 0 and 2 are still silent (starting) and fail
-  // the same way half a second later. Stopping them at rank 1's exit would
-  // hide that every rank fails: they get up to 2 s, and the run ends as soon
-  // as the last of them has.
+  // Rank 1 fails at once; ranks 0 and 2 are still silent and busy starting
+  // (on the CPU, as an import is) and fail the same way half a second later.
+  // Stopping them at rank 1's exit would hide that every rank fails: they
+  // get up to 2 s, and the run ends as soon as the last of them has.
   LeakGuard guard;
   TempDir dir;
-  auto run = superviseRun(builtin(dir, 3, {"1=exit:3", "*=exit:3@0.5"}));
+  auto run = superviseRun(builtin(dir, 3, {"1=exit:3", "*=exit:3%0.5"}));
   ASSERT_TRUE(run) << run.error().str();
   const auto& rec = run->record;
   EXPECT_EQ(rec.trigger.rank, 1);
@@ -122,13 +122,39 @@ TEST(Supervise, AStartUpFailureGivesTheSilentRanksAMomentToFailTheSameWay) {
   EXPECT_LT(rec.teardown.report.duration_ms, testing::scaledMs(1900));  // ended with the last rank, not the 2 s
 }
 
+// Peers idle while starting (no CPU, no I/O: waiting for something) are not
+// racing to the same error: the run stops as soon as that is seen, not after
+// the 2 s a busy start-up gets. (Before: 4 ranks, rank 1 exiting 3 at 0.3 s,
+// ended at 2.35 s.)
+TEST(Supervise, AStartUpFailureBesideIdlePeersStopsWithoutTheWait) {
+  LeakGuard guard;
+  TempDir dir;
+  const auto t0 = std::chrono::steady_clock::now();
+  // The shim's first lines only: not past start-up by their events.
+  auto run = superviseRun(builtin(dir, 4, {"shim-lines", "1=exit:3@0.3", "*=sleep:60"}));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.rank, 1);
+  EXPECT_EQ(rankOf(rec, 1).exit_code, 3);
+  for (int r : {0, 2, 3}) EXPECT_TRUE(rankOf(rec, r).killed_by_teardown) << "rank " << r;
+  bool said = false;
+  for (const auto& t : run->timeline) said = said || t.what.find("idle (no CPU, no I/O) while starting") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(run->timeline.size());
+  EXPECT_TRUE(rec.teardown.report.clean);
+  // 0.3 s, two 100 ms polls, the teardown: within 1 s of the start (not 2.35 s).
+  EXPECT_LT(took, testing::scaled(std::chrono::milliseconds(1000)));
+  EXPECT_LT(rec.teardown.report.duration_ms, testing::scaledMs(700));
+}
+
 TEST(Supervise, TheShimsFirstLinesAreNoProgressPastStartUp) {
   // Every rank writes the shim's "start" and "instrument" events before its
   // script runs (then fails on a bad argument): those are no sign that the
-  // others got past their start-up, and they still get their moment.
+  // others got past their start-up, and while busy starting they still get
+  // their moment.
   LeakGuard guard;
   TempDir dir;
-  auto run = superviseRun(builtin(dir, 3, {"shim-lines", "1=exit:2", "*=exit:2@0.5"}));
+  auto run = superviseRun(builtin(dir, 3, {"shim-lines", "1=exit:2", "*=exit:2%0.5"}));
   ASSERT_TRUE(run) << run.error().str();
   const auto& rec = run->record;
   EXPECT_EQ(rec.trigger.rank, 1);
