@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "harness/probe/fault_spec.h"
@@ -31,8 +32,53 @@ std::optional<Threshold> adaptiveThreshold(const DurationHistory& history, const
   return t;
 }
 
+int64_t LongWait::watchFromNs() const {
+  int64_t from = INT64_MAX;
+  if (threshold.learned) from = threshold.ns / 2;
+  if (idle_window_ns > 0) from = std::min(from, idle_window_ns / 4);
+  return from;
+}
+
+namespace {
+
+int64_t secondsNs(double s) { return static_cast<int64_t>(s * 1e9); }
+
+// The rendezvous: ranks inside init_process_group, and live ranks that never
+// began it, judged by the idle rule alone.
+std::optional<LongWait> rendezvousWait(const CollectiveTracker& tracker, const std::set<int>& live, int64_t now_ns,
+                                       const AdaptiveOptions& opts) {
+  if (!(opts.idle_s > 0) || !(opts.rendezvous_idle_s > 0)) return std::nullopt;
+  LongWait w;
+  w.op = "init_process_group";
+  w.rendezvous = true;
+  int64_t last_begin = 0;
+  for (const auto& [rank, t] : tracker.inRendezvous()) {
+    if (!live.count(rank)) continue;
+    w.waiting.push_back(rank);
+    last_begin = std::max(last_begin, t);
+  }
+  if (w.waiting.empty()) return std::nullopt;
+  for (int r : live) {
+    if (tracker.begunRendezvous(r)) continue;
+    if (tracker.erred(r)) return std::nullopt;  // on its way out: its exit decides
+    w.missing.push_back(r);
+    if (tracker.inDataWait(r)) w.missing_in_data_wait.push_back(r);
+  }
+  if (w.missing.empty()) return std::nullopt;
+  w.completed = tracker.collectivesCompleted();
+  w.idle_window_ns = secondsNs(opts.rendezvous_idle_s);
+  w.threshold.ns = w.idle_window_ns;
+  w.threshold.learned = false;
+  w.since_ns = last_begin;
+  w.waited_ns = std::max<int64_t>(0, now_ns - last_begin);
+  return w;
+}
+
+}  // namespace
+
 std::optional<LongWait> longestWait(const CollectiveTracker& tracker, const std::set<int>& live, int64_t now_ns,
                                     const AdaptiveOptions& opts) {
+  const bool idle_rule = opts.idle_s > 0;
   if (live.empty() || tracker.anyUntraced()) return std::nullopt;
   const std::set<int> seen = tracker.ranksSeen();
   for (int r : live) {
@@ -65,19 +111,29 @@ std::optional<LongWait> longestWait(const CollectiveTracker& tracker, const std:
       if (tracker.seqPassed(r) >= w.seq) continue;
       w.missing.push_back(r);
       dying = dying || tracker.erred(r);
+      if (tracker.openCollective(r)) w.missing_in_collective.push_back(r);
+      if (tracker.inDataWait(r)) w.missing_in_data_wait.push_back(r);
     }
     if (w.missing.empty() || dying) continue;
     auto t = adaptiveThreshold(tracker.durations(), w.op, opts);
-    if (!t) continue;
-    w.threshold = *t;
+    if (!t && !idle_rule) continue;
+    w.idle_window_ns = idle_rule ? secondsNs(opts.idle_s) : 0;
+    if (t) {
+      w.threshold = *t;
+    } else {
+      w.threshold.ns = w.idle_window_ns;
+      w.threshold.learned = false;
+    }
+    w.completed = tracker.collectivesCompleted();
     w.since_ns = g.last_begin;
     w.waited_ns = std::max<int64_t>(0, now_ns - g.last_begin);
-    const double ratio = static_cast<double>(w.waited_ns) / static_cast<double>(std::max<int64_t>(1, t->ns));
+    const double ratio = static_cast<double>(w.waited_ns) / static_cast<double>(std::max<int64_t>(1, w.threshold.ns));
     if (ratio > best_ratio) {
       best_ratio = ratio;
       best = std::move(w);
     }
   }
+  if (!best) best = rendezvousWait(tracker, live, now_ns, opts);
   return best;
 }
 
@@ -115,21 +171,34 @@ bool ActivityWatch::stopped(int rank) const {
 
 WaitVerdict judgeWait(const LongWait& w, const ActivityWatch& activity, int64_t now_ns) {
   WaitVerdict v;
-  if (!w.due()) return v;
-  const int64_t window = w.threshold.ns / 2;
+  const bool learned_due = w.threshold.learned && w.due();
+  const bool idle_due = w.idle_window_ns > 0 && w.waited_ns >= w.idle_window_ns;
+  if (!learned_due && !idle_due) return v;
+  // Busy within the window judged: the learned rule's half threshold, else
+  // the idle rule's whole window.
+  const int64_t window = learned_due ? w.threshold.ns / 2 : w.idle_window_ns;
+  auto has = [](const std::vector<int>& v, int r) { return std::find(v.begin(), v.end(), r) != v.end(); };
   v.idle_ns = INT64_MAX;
+  bool all_stopped = !w.missing.empty();
   for (int r : w.missing) {
     const int64_t idle = activity.idleNs(r, now_ns);
     v.idle_ns = std::min(v.idle_ns, idle);
-    if (idle < window && !activity.stopped(r) && activity.seenBusy(r)) v.busy.push_back(r);
+    all_stopped = all_stopped && activity.stopped(r);
+    // Waiting for its next batch: its DataLoader is at work, not the rank stuck.
+    if (has(w.missing_in_data_wait, r) || (idle < window && !activity.stopped(r) && activity.seenBusy(r))) {
+      v.busy.push_back(r);
+    }
   }
   if (w.missing.empty()) v.idle_ns = 0;
-  v.hang = !w.missing.empty() && v.busy.empty() && v.idle_ns >= window;
+  if (w.missing.empty() || !v.busy.empty()) return v;
   // A stopped rank cannot work whatever its counters said a moment ago.
-  if (!w.missing.empty() && v.busy.empty()) {
-    bool all_stopped = true;
-    for (int r : w.missing) all_stopped = all_stopped && activity.stopped(r);
-    v.hang = v.hang || all_stopped;
+  if (learned_due) v.hang = v.idle_ns >= w.threshold.ns / 2 || all_stopped;
+  // The idle rule takes no single stopped sample for a hang: a node slowed by
+  // SIGSTOP/SIGCONT cycles (slow_node) is stopped part of the time and works
+  // the rest; one frozen for good stays idle the whole window.
+  if (!v.hang && idle_due && w.missing_in_collective.empty()) {
+    v.hang = v.idle_ns >= w.idle_window_ns;
+    v.by_idle_rule = v.hang;
   }
   return v;
 }
@@ -161,25 +230,44 @@ std::string learned(const LongWait& w) {
 
 std::string describeHang(const LongWait& w, const WaitVerdict& v, const AdaptiveOptions& opts,
                          const std::vector<int>& stopped) {
-  char factor[32];
-  std::snprintf(factor, sizeof factor, "%g", opts.factor);
-  const bool floor = w.threshold.ns > static_cast<int64_t>(opts.factor * static_cast<double>(w.threshold.p99_ns));
-  std::string out = ranksWord(w.waiting) + " waited " + durationText(w.waited_ns) + " in " + w.op + " seq " +
-                    std::to_string(w.seq) + ", past the adaptive threshold of " + durationText(w.threshold.ns) + " (" +
-                    (floor ? std::string("the floor; ") : factor + std::string("x the ")) + learned(w) + "); " +
-                    ranksWord(w.missing) + (w.missing.size() == 1 ? " is" : " are") + " not in it";
+  const std::string where = w.rendezvous ? "the rendezvous (init_process_group)" : w.op + " seq " + std::to_string(w.seq);
+  std::string out = ranksWord(w.waiting) + " waited " + durationText(w.waited_ns) + " in " + where;
+  if (!v.by_idle_rule) {
+    char factor[32];
+    std::snprintf(factor, sizeof factor, "%g", opts.factor);
+    const bool floor = w.threshold.ns > static_cast<int64_t>(opts.factor * static_cast<double>(w.threshold.p99_ns));
+    out += ", past the adaptive threshold of " + durationText(w.threshold.ns) + " (" +
+           (floor ? std::string("the floor; ") : factor + std::string("x the ")) + learned(w) + ")";
+  }
+  out += "; " + ranksWord(w.missing) + (w.missing.size() == 1 ? " is" : " are") +
+         (w.rendezvous ? " not in it (never began it)" : " not in it");
   if (!stopped.empty()) {
     out += ", " + ranksWord(stopped) + " stopped (process state T: SIGSTOP, a freeze or a debugger)";
   } else {
     out += " and idle (no CPU, no I/O) for " + durationText(v.idle_ns);
   }
+  if (v.by_idle_rule) {
+    out += ": idle while its peers wait, past the idle rule's " + durationText(w.idle_window_ns) +
+           (w.threshold.learned ? "" : " (no rhythm needed; " + std::to_string(w.completed) + " collective(s) completed so far)");
+  }
   return out;
 }
 
 std::string describeStraggler(const LongWait& w, const std::vector<int>& busy) {
-  return ranksWord(busy) + " busy (CPU or I/O) outside " + w.op + " seq " + std::to_string(w.seq) + " while " +
-         ranksWord(w.waiting) + " waited " + durationText(w.waited_ns) + " in it (adaptive threshold " +
-         durationText(w.threshold.ns) + ", " + learned(w) + "): a straggler, not an adaptive hang";
+  std::vector<int> data, working;
+  for (int r : busy) {
+    (std::find(w.missing_in_data_wait.begin(), w.missing_in_data_wait.end(), r) != w.missing_in_data_wait.end() ? data
+                                                                                                              : working)
+        .push_back(r);
+  }
+  const std::string where = w.rendezvous ? "the rendezvous (init_process_group)" : w.op + " seq " + std::to_string(w.seq);
+  std::string who;
+  if (!working.empty()) who = ranksWord(working) + " busy (CPU or I/O)";
+  if (!data.empty()) who += (who.empty() ? "" : ", ") + ranksWord(data) + " waiting for its DataLoader's next batch";
+  const std::string basis = w.threshold.learned ? "adaptive threshold " + durationText(w.threshold.ns) + ", " + learned(w)
+                                                : "idle rule " + durationText(w.idle_window_ns);
+  return who + " outside " + where + " while " + ranksWord(w.waiting) + " waited " + durationText(w.waited_ns) +
+         " in it (" + basis + "): a straggler, not an adaptive hang";
 }
 
 }  // namespace faultline::supervise

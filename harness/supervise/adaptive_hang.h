@@ -1,8 +1,16 @@
-// Adaptive hang detection: a hang is called as soon as ranks have waited in
-// a collective far longer than that collective has ever taken in this run
-// while a rank that should join it is missing and idle. Pure: fed the
-// tracker's state, the clock and what /proc said of each rank; the watch loop
-// (watch_loop.cc) does the reading and the timing.
+// Adaptive hang detection, two rules over one wait (ranks in a collective, or
+// in the rendezvous, that some live rank has not entered):
+//   the idle rule, which needs no history: every missing rank idle outside
+//     any collective (no CPU, no I/O, not running) for idle_s while its
+//     peers wait; a hang whatever the run's rhythm, from the first
+//     collective on (rendezvous_idle_s at the rendezvous);
+//   the learned rule, faster once there is a rhythm: the peers have waited
+//     far longer than that collective has ever taken in this run, and the
+//     missing rank is idle.
+// A missing rank that is busy is a straggler; one waiting for its
+// DataLoader's next batch (the shim's data_begin) is busy by definition.
+// Pure: fed the tracker's state, the clock and what /proc said of each rank;
+// the watch loop (watch_loop.cc) does the reading and the timing.
 #pragma once
 
 #include <sys/types.h>
@@ -21,16 +29,22 @@ namespace faultline::supervise {
 struct AdaptiveOptions {
   double factor = 10;  // a wait this many times the learned p99 is a hang; 0: adaptive detection off
   double floor_s = 0.5;  // never a threshold below this
-  // Completed collectives (every rank's, pooled) needed before a threshold
-  // exists; before that only the fixed --hang-timeout applies.
+  // Completed collectives (every rank's, pooled) needed before a learned
+  // threshold exists; before that the idle rule alone applies.
   size_t min_samples = 30;
+  // The idle rule: the missing ranks idle this long while their peers wait
+  // in a collective is a hang; at the rendezvous (init_process_group, where
+  // ranks arrive further apart), rendezvous_idle_s. 0: the rule is off.
+  double idle_s = 1.0;
+  double rendezvous_idle_s = 2.5;
 };
 
 struct Threshold {
-  int64_t ns = 0;      // max(floor, factor * p99)
+  int64_t ns = 0;      // learned: max(floor, factor * p99); else the idle rule's window
   int64_t p99_ns = 0;  // of `basis`
   size_t samples = 0;  // durations learned of `basis`
   std::string basis;   // the op ("allreduce"), or "all ops" when the op has too few of its own
+  bool learned = true; // false: no rhythm yet, only the idle rule
 };
 
 // The threshold for a wait in `op`: from that op's durations when it has
@@ -39,25 +53,36 @@ struct Threshold {
 std::optional<Threshold> adaptiveThreshold(const DurationHistory& history, const std::string& op,
                                            const AdaptiveOptions& opts);
 
-// Ranks waiting in one default-group collective (op, seq) that some live
-// rank has not entered.
+// Ranks waiting in one default-group collective (op, seq), or in the
+// rendezvous, that some live rank has not entered.
 struct LongWait {
-  std::string op;
+  std::string op;          // "init_process_group" for the rendezvous
   int64_t seq = -1;
+  bool rendezvous = false;
   std::vector<int> waiting;
   std::vector<int> missing;
+  // Missing ranks the idle rule does not judge: inside a collective of their
+  // own (a subgroup's, a point-to-point: waiting on someone else), or
+  // waiting for their DataLoader.
+  std::vector<int> missing_in_collective;
+  std::vector<int> missing_in_data_wait;
+  size_t completed = 0;   // collectives completed in the run so far
   int64_t since_ns = 0;   // when the last of the waiting ranks entered (its clock, CLOCK_REALTIME)
   int64_t waited_ns = 0;  // since then, at the time asked: every one has waited this long
-  Threshold threshold;
+  Threshold threshold;    // the learned rule's, or the idle rule's window when none is learned
+  int64_t idle_window_ns = 0;  // the idle rule's window (0: off)
   bool due() const { return waited_ns >= threshold.ns; }
+  // When /proc must begin to be read: early enough for either rule to judge.
+  int64_t watchFromNs() const;
 };
 
 // The open collective whose wait is furthest past (or closest to) its
 // threshold, among those every live rank must take part in: default-group
-// collectives (a `seq`, no `group`), not send/recv. None when some live rank
-// has written no event yet or cannot be traced (a failed patch), when a
-// missing rank wrote an `error` event (it is on its way out: its exit
-// decides), or when no threshold exists yet.
+// collectives (a `seq`, no `group`), not send/recv; else the rendezvous,
+// while ranks wait in it and some live rank has not begun it. None when some
+// live rank has written no event yet or cannot be traced (a failed patch),
+// when a missing rank wrote an `error` event (it is on its way out: its exit
+// decides), or when neither rule is on.
 std::optional<LongWait> longestWait(const CollectiveTracker& tracker, const std::set<int>& live, int64_t now_ns,
                                     const AdaptiveOptions& opts);
 
@@ -92,11 +117,16 @@ class ActivityWatch {
   std::map<int, Seen> seen_;
 };
 
-// The verdict on a due LongWait: a hang when every missing rank has been
-// idle for half the threshold (so that it was idle for a stretch, not one
-// quiet sample); else the busy ones are stragglers, and the wait goes on.
+// The verdict on a LongWait. The learned rule: once due, a hang when every
+// missing rank has been idle for half the threshold (so that it was idle for
+// a stretch, not one quiet sample). The idle rule: once the peers have
+// waited the idle window, a hang when every missing rank is outside any
+// collective, not waiting for its DataLoader, and idle for the whole window.
+// Else the busy ones (and those waiting for data) are stragglers, and the
+// wait goes on.
 struct WaitVerdict {
   bool hang = false;
+  bool by_idle_rule = false;  // called by the idle rule (no learned rhythm needed)
   std::vector<int> busy;  // missing ranks seen working within the window: stragglers
   int64_t idle_ns = 0;    // the shortest idleness among the missing ranks
 };

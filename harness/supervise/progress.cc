@@ -159,6 +159,13 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
     return out;
   }
   if (*f.ev == "error") erred_.insert(rank);
+  if (*f.ev == "pg_init_begin") rendezvous_[rank] = f.t.value_or(0);
+  if (*f.ev == "pg_init") {
+    rendezvous_.erase(rank);
+    joined_.insert(rank);
+  }
+  if (*f.ev == "data_begin") data_wait_[rank] = f.t.value_or(0);
+  if (*f.ev == "data_end") data_wait_.erase(rank);
   if (*f.ev == "step_begin" && f.t) step_begin_[rank] = *f.t;
   if (*f.ev == "step_end" && f.t) {
     if (auto it = step_begin_.find(rank); it != step_begin_.end()) {

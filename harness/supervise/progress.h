@@ -71,6 +71,16 @@ class CollectiveTracker {
   const DurationHistory& durations() const { return durations_; }
   // Ranks that wrote an `error` event: on their way out, not hanging.
   bool erred(int rank) const { return erred_.count(rank) > 0; }
+  // Rendezvous (init_process_group): ranks that began it and have not
+  // joined (pg_init_begin without pg_init), with when they began; whether a
+  // rank began it at all, or joined.
+  const std::map<int, int64_t>& inRendezvous() const { return rendezvous_; }
+  bool begunRendezvous(int rank) const { return rendezvous_.count(rank) > 0 || joined_.count(rank) > 0; }
+  // A rank waiting for its next batch (the shim's data_begin without its
+  // data_end): its DataLoader, not the rank, decides when it goes on.
+  bool inDataWait(int rank) const { return data_wait_.count(rank) > 0; }
+  // How many default-group collectives completed, every rank's pooled.
+  size_t collectivesCompleted() const { return durations_.allOps().count(); }
   size_t malformedLines() const { return malformed_; }
   // "ranks 0,2 in allreduce seq 7; rank 1 not in a collective"; a rank whose
   // collective patches did not apply: "rank 3 collective tracing unavailable
@@ -86,6 +96,9 @@ class CollectiveTracker {
   std::map<int, std::map<std::string, std::string>> untraced_;
   std::map<int, int64_t> step_begin_;  // rank -> t of its open step_begin
   std::set<int> erred_;
+  std::map<int, int64_t> rendezvous_;  // rank -> t of its pg_init_begin, until its pg_init
+  std::set<int> joined_;               // ranks that wrote pg_init
+  std::map<int, int64_t> data_wait_;   // rank -> t of its open data_begin
   DurationHistory durations_;
   size_t malformed_ = 0;
 };

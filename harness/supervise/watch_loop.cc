@@ -831,7 +831,7 @@ void WatchLoop::onAdaptiveTimer() {
   std::optional<LongWait> w;
   if (static_cast<int>(live.size()) >= world_size_hint_) w = longestWait(tracker_, live, now, opts_.adaptive);
   if (straggling_ && (!w || w->op != straggling_->op || w->seq != straggling_->seq)) noteStraggler();
-  if (!w || w->waited_ns < w->threshold.ns / 2) {
+  if (!w || w->waited_ns < w->watchFromNs()) {
     activity_.reset();
     armAdaptiveTimer();
     return;
@@ -854,7 +854,7 @@ void WatchLoop::onAdaptiveTimer() {
     stop_main_ = true;
     return;
   }
-  if (w->due() && !v.busy.empty()) {
+  if (!v.busy.empty()) {
     if (!straggling_) timeline(std::nullopt, "adaptive: " + describeStraggler(*w, v.busy) + " (so far)");
     straggling_ = w;
     straggler_ranks_ = v.busy;

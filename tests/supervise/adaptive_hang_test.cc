@@ -115,7 +115,9 @@ TEST(LongestWait, NoCallWithoutHistoryAMissingRankOrAWholeWorld) {
   CollectiveTracker fresh;  // start-up: the first collective has no history
   fresh.onLine(0, line(0, "collective_begin", "broadcast", 0, 0));
   fresh.onLine(1, R"({"t":0,"rank":1,"pid":1,"ev":"start"})");
-  EXPECT_FALSE(longestWait(fresh, {0, 1}, 60'000 * kMs, o));
+  AdaptiveOptions learned_only = o;
+  learned_only.idle_s = 0;
+  EXPECT_FALSE(longestWait(fresh, {0, 1}, 60'000 * kMs, learned_only)) << "no history and the idle rule off";
 
   CollectiveTracker t;
   int64_t now = rhythm(t, 2, 20, 10);
@@ -225,6 +227,150 @@ TEST(JudgeWait, AStoppedRankIsAHangWhateverItDidAMomentAgo) {
   EXPECT_TRUE(a.stopped(1));
   EXPECT_NE(describeHang(dueWait({1}), v, AdaptiveOptions{}, {1}).find("rank 1 stopped (process state T"),
             std::string::npos);
+}
+
+// --- the idle rule: no history needed ---------------------------------------
+
+// The first collective of a run: no rhythm, but the wait is judged by the
+// idle rule, its window the threshold.
+TEST(IdleRule, TheFirstCollectiveIsJudgedWithoutHistory) {
+  CollectiveTracker t;
+  t.onLine(0, line(0, "collective_begin", "broadcast", 0, 0));
+  t.onLine(1, R"({"t":0,"rank":1,"pid":1,"ev":"start"})");
+  auto w = longestWait(t, {0, 1}, 1200 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_FALSE(w->threshold.learned);
+  EXPECT_EQ(w->idle_window_ns, 1000 * kMs);
+  EXPECT_EQ(w->missing, (std::vector<int>{1}));
+  EXPECT_EQ(w->watchFromNs(), 250 * kMs) << "read /proc from a quarter of the window";
+  ActivityWatch a;
+  a.sample(1, Activity{100, 5000, 'S'}, 200 * kMs);
+  a.sample(1, Activity{101, 5000, 'S'}, 700 * kMs);
+  EXPECT_FALSE(judgeWait(*w, a, 1100 * kMs).hang) << "idle 900 ms of the 1 s window";
+  a.sample(1, Activity{101, 5000, 'S'}, 1200 * kMs);
+  const WaitVerdict v = judgeWait(*w, a, 1200 * kMs);
+  EXPECT_TRUE(v.hang);
+  EXPECT_TRUE(v.by_idle_rule);
+  EXPECT_EQ(describeHang(*w, v, AdaptiveOptions{}, {}),
+            "rank 0 waited 1200 ms in broadcast seq 0; rank 1 is not in it and idle (no CPU, no I/O) for 1000 ms: idle "
+            "while its peers wait, past the idle rule's 1000 ms (no rhythm needed; 0 collective(s) completed so far)");
+}
+
+// A learned threshold longer than the idle window (slow collectives, 10x
+// their p99 is 3 s) never makes the call slower: the idle rule calls it.
+TEST(IdleRule, ALearnedRhythmNeverMakesTheCallSlower) {
+  CollectiveTracker t;
+  int64_t now = rhythm(t, 3, 40, 300);
+  t.onLine(0, line(0, "collective_begin", "allreduce", 40, now));
+  t.onLine(2, line(2, "collective_begin", "allreduce", 40, now));
+  auto w = longestWait(t, {0, 1, 2}, now + 1100 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->threshold.learned);
+  EXPECT_EQ(w->threshold.ns, 3000 * kMs);
+  EXPECT_FALSE(w->due());
+  ActivityWatch a;
+  a.sample(1, Activity{100, 5000, 'S'}, now);
+  a.sample(1, Activity{100, 5000, 'S'}, now + 1100 * kMs);
+  const WaitVerdict v = judgeWait(*w, a, now + 1100 * kMs);
+  EXPECT_TRUE(v.hang);
+  EXPECT_TRUE(v.by_idle_rule);
+}
+
+// A rank waiting for its DataLoader's next batch (slow I/O in its workers,
+// or in __getitem__ itself) is no hang however idle the rank's own counters
+// are: a straggler, and said so.
+TEST(IdleRule, ARankWaitingForItsDataLoaderIsAStraggler) {
+  CollectiveTracker t;
+  t.onLine(0, line(0, "collective_begin", "allreduce", 0, 0));
+  t.onLine(1, R"({"t":0,"rank":1,"pid":1,"ev":"data_begin"})");
+  auto w = longestWait(t, {0, 1}, 3000 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->missing_in_data_wait, (std::vector<int>{1}));
+  ActivityWatch a;
+  a.sample(1, Activity{100, 5000, 'S'}, 0);
+  a.sample(1, Activity{100, 5000, 'S'}, 3000 * kMs);
+  const WaitVerdict v = judgeWait(*w, a, 3000 * kMs);
+  EXPECT_FALSE(v.hang);
+  EXPECT_EQ(v.busy, (std::vector<int>{1}));
+  EXPECT_EQ(describeStraggler(*w, v.busy),
+            "rank 1 waiting for its DataLoader's next batch outside allreduce seq 0 while rank 0 waited 3000 ms in it "
+            "(idle rule 1000 ms): a straggler, not an adaptive hang");
+  // Its batch came: idle outside the collective from then on is judged again.
+  t.onLine(1, R"({"t":3000000000,"rank":1,"pid":1,"ev":"data_end"})");
+  w = longestWait(t, {0, 1}, 4200 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->missing_in_data_wait.empty());
+  a.sample(1, Activity{100, 5000, 'S'}, 4200 * kMs);
+  EXPECT_TRUE(judgeWait(*w, a, 4200 * kMs).hang);
+}
+
+// A missing rank inside a collective of its own (a subgroup's, a recv) is
+// waiting on someone else: the idle rule does not judge it.
+TEST(IdleRule, AMissingRankInACollectiveOfItsOwnIsNotJudgedIdle) {
+  CollectiveTracker t;
+  t.onLine(0, line(0, "collective_begin", "allreduce", 0, 0));
+  t.onLine(1, line(1, "collective_begin", "allreduce", -1, 0, ",\"group\":\"1,2\""));
+  t.onLine(2, R"({"t":0,"rank":2,"pid":1,"ev":"start"})");
+  auto w = longestWait(t, {0, 1, 2}, 5000 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->missing_in_collective, (std::vector<int>{1}));
+  ActivityWatch a;
+  for (int r : {1, 2}) a.sample(r, Activity{100, 5000, 'S'}, 0);
+  EXPECT_FALSE(judgeWait(*w, a, 5000 * kMs).hang);
+}
+
+// The rendezvous: ranks inside init_process_group, a live rank that never
+// began it, idle: a hang by the idle rule's rendezvous window.
+TEST(IdleRule, ARankMissingFromTheRendezvousIsNamed) {
+  CollectiveTracker t;
+  t.onLine(0, R"({"t":0,"rank":0,"pid":1,"ev":"pg_init_begin"})");
+  t.onLine(2, R"({"t":100000000,"rank":2,"pid":3,"ev":"pg_init_begin"})");
+  t.onLine(1, R"({"t":0,"rank":1,"pid":2,"ev":"start"})");
+  auto w = longestWait(t, {0, 1, 2}, 2700 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_TRUE(w->rendezvous);
+  EXPECT_EQ(w->waiting, (std::vector<int>{0, 2}));
+  EXPECT_EQ(w->missing, (std::vector<int>{1}));
+  EXPECT_EQ(w->waited_ns, 2600 * kMs);
+  EXPECT_EQ(w->idle_window_ns, 2500 * kMs);
+  ActivityWatch a;
+  a.sample(1, Activity{100, 5000, 'S'}, 100 * kMs);
+  a.sample(1, Activity{100, 5000, 'S'}, 2700 * kMs);
+  const WaitVerdict v = judgeWait(*w, a, 2700 * kMs);
+  EXPECT_TRUE(v.hang);
+  EXPECT_EQ(describeHang(*w, v, AdaptiveOptions{}, {}),
+            "ranks 0,2 waited 2600 ms in the rendezvous (init_process_group); rank 1 is not in it (never began it) and "
+            "idle (no CPU, no I/O) for 2600 ms: idle while its peers wait, past the idle rule's 2500 ms (no rhythm "
+            "needed; 0 collective(s) completed so far)");
+  // Still importing torch (busy): a straggler, no hang.
+  ActivityWatch busy;
+  busy.sample(1, Activity{100, 5000, 'S'}, 100 * kMs);
+  busy.sample(1, Activity{180, 9000, 'R'}, 2600 * kMs);
+  EXPECT_FALSE(judgeWait(*w, busy, 2700 * kMs).hang);
+  // Once every rank has joined, nobody waits in it.
+  for (int r : {0, 1, 2}) t.onLine(r, "{\"t\":3000000000,\"rank\":" + std::to_string(r) + ",\"pid\":1,\"ev\":\"pg_init\"}");
+  EXPECT_FALSE(longestWait(t, {0, 1, 2}, 9000 * kMs, AdaptiveOptions{}));
+}
+
+// A node slowed by SIGSTOP/SIGCONT (slow_node: stopped 60% of every 500 ms)
+// is stopped in some samples and works in between: a straggler, never an
+// idle-rule hang; frozen for good, it is one once the window has passed.
+TEST(IdleRule, StoppedPartOfTheTimeIsAStragglerFrozenIsAHang) {
+  CollectiveTracker t;
+  t.onLine(0, line(0, "collective_begin", "allreduce", 0, 0));
+  t.onLine(1, R"({"t":0,"rank":1,"pid":1,"ev":"start"})");
+  auto w = longestWait(t, {0, 1}, 1500 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  ActivityWatch slowed, frozen;
+  uint64_t ticks = 100;
+  for (int64_t at = 0; at <= 1500; at += 100) {
+    const bool stopped = (at / 100) % 5 < 3;
+    if (!stopped) ticks += 4;
+    slowed.sample(1, Activity{ticks, 5000, stopped ? 'T' : 'S'}, at * kMs);
+    frozen.sample(1, Activity{100, 5000, 'T'}, at * kMs);
+  }
+  EXPECT_FALSE(judgeWait(*w, slowed, 1500 * kMs).hang);
+  EXPECT_TRUE(judgeWait(*w, frozen, 1500 * kMs).hang);
 }
 
 }  // namespace

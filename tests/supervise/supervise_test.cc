@@ -440,6 +440,30 @@ TEST(Supervise, HangInCollectiveNamesWaitingRankAndDumpsStacks) {
   }
 }
 
+// With the defaults only (no fixed hang timeout, no rhythm learned: one
+// collective completed), a rank idle outside the collective its peer waits in
+// is named by the idle rule within about a second, not at the deadline.
+TEST(Supervise, AHangAtTheFirstCollectivesIsNamedWithoutHistoryOrTimeout) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"0=coll-wait:60", "1=coll-skip:60"});
+  o.gdb_stacks = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto run = superviseRun(o);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kHang);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  EXPECT_NE(rec.trigger.detail.find("adaptive: rank 0 waited"), std::string::npos) << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("in allreduce seq 1; rank 1 is not in it and idle"), std::string::npos)
+      << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("no rhythm needed"), std::string::npos) << rec.trigger.detail;
+  // The idle rule's 1 s, its first look at 0.25 s, a 50 ms poll, the teardown.
+  EXPECT_LT(took, testing::scaled(std::chrono::milliseconds(4000)));
+  EXPECT_TRUE(rec.teardown.report.clean);
+}
+
 TEST(Supervise, InstrumentedRanksOutsideCollectivesAreNoHang) {
   // Instrumented ranks outside any collective are not a hang, however silent.
   LeakGuard guard;

@@ -285,13 +285,32 @@ def _patch_loader_iter(module):
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("data.dataloader", e)
 
+    orig_next = base.__next__
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        # The rank waits for its next batch: while data_begin is open, its
+        # DataLoader (its workers, or __getitem__ itself) decides when it
+        # goes on, so a rank idle here beside peers in a collective is
+        # waiting for data, not hung.
+        rec = _state.recorder
+        if rec is None:
+            return orig_next(self)
+        rec.emit("data_begin")
+        try:
+            return orig_next(self)
+        finally:
+            rec.emit("data_end")
+
     base.__init__ = __init__
     base._reset = _reset
+    base.__next__ = __next__
     base.__faultline_patched__ = True
     atexit.register(_flush_pending)
 
 
 def patch_dataloader(module):
     """torch.utils.data.dataloader: every place that (re)starts a pass over the
-    sampler (_BaseDataLoaderIter.__init__ and _reset, 1.13 and 2.x alike)."""
+    sampler (_BaseDataLoaderIter.__init__ and _reset, 1.13 and 2.x alike), and
+    each batch's wait (__next__: data_begin / data_end)."""
     _instrument.attempt("data.dataloader", _patch_loader_iter, module)
