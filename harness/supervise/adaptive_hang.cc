@@ -35,7 +35,10 @@ std::optional<Threshold> adaptiveThreshold(const DurationHistory& history, const
 int64_t LongWait::watchFromNs() const {
   int64_t from = INT64_MAX;
   if (threshold.learned) from = threshold.ns / 2;
-  if (idle_window_ns > 0) from = std::min(from, idle_window_ns / 4);
+  // The idle rule judges idleness from the first look on: looking early
+  // (a missing rank's few /proc files every poll, only while a wait lasts)
+  // is what names it about a window after the wait began.
+  if (idle_window_ns > 0) from = std::min(from, std::min<int64_t>(idle_window_ns / 4, 100'000'000));
   return from;
 }
 

@@ -72,7 +72,8 @@ struct LongWait {
   Threshold threshold;    // the learned rule's, or the idle rule's window when none is learned
   int64_t idle_window_ns = 0;  // the idle rule's window (0: off)
   bool due() const { return waited_ns >= threshold.ns; }
-  // When /proc must begin to be read: early enough for either rule to judge.
+  // When /proc must begin to be read: early enough for either rule to judge
+  // (the learned rule's half threshold; 100 ms for the idle rule).
   int64_t watchFromNs() const;
 };
 

@@ -242,7 +242,7 @@ TEST(IdleRule, TheFirstCollectiveIsJudgedWithoutHistory) {
   EXPECT_FALSE(w->threshold.learned);
   EXPECT_EQ(w->idle_window_ns, 1000 * kMs);
   EXPECT_EQ(w->missing, (std::vector<int>{1}));
-  EXPECT_EQ(w->watchFromNs(), 250 * kMs) << "read /proc from a quarter of the window";
+  EXPECT_EQ(w->watchFromNs(), 100 * kMs) << "read /proc early: idleness counts from the first look";
   ActivityWatch a;
   a.sample(1, Activity{100, 5000, 'S'}, 200 * kMs);
   a.sample(1, Activity{101, 5000, 'S'}, 700 * kMs);

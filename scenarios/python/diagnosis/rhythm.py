@@ -19,9 +19,11 @@ needed, so they work with and without faultline's shim):
                                     peers wait in the next all-reduce (slow,
                                     busy, no hang)
   --slow-start-rank R --slow-start-s T
-                                    rank R loads for T seconds before DDP
-                                    wraps the model: its peers wait in DDP's
-                                    first broadcast (no rhythm learned yet)
+                                    rank R downloads its weights for T
+                                    seconds before DDP wraps the model (bytes
+                                    arriving and written to disk): its peers
+                                    wait in DDP's first broadcast (no rhythm
+                                    learned yet; busy, no hang)
 """
 import argparse
 import os
@@ -87,6 +89,23 @@ def work(ms):
         x = torch.tanh(x @ x)
 
 
+def download_weights(seconds):
+    """A slow download before training: 256 KiB arrives every 20 ms and is
+    written to a local file, for `seconds`."""
+    fd, path = tempfile.mkstemp(prefix="rhythm-weights-", suffix=".bin")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                if f.tell() > (64 << 20):
+                    f.seek(0)
+                f.write(os.urandom(256 << 10))
+                f.flush()
+                time.sleep(0.02)
+    finally:
+        os.unlink(path)
+
+
 def write_checkpoint(model, seconds):
     """A slow checkpoint: the state, then fsync'd chunks for `seconds`."""
     fd, path = tempfile.mkstemp(prefix="rhythm-ckpt-", suffix=".pt")
@@ -114,7 +133,7 @@ def main():
     torch.manual_seed(0)
     net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1))
     if rank == args.slow_start_rank:
-        time.sleep(args.slow_start_s)  # a slow dataset or weights download before training starts
+        download_weights(args.slow_start_s)  # a slow dataset or weights download before training starts
     model = DDP(net)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loss_fn = nn.MSELoss()
