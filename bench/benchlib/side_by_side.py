@@ -260,6 +260,45 @@ def adaptive_hang(t, reps, world=3, step_ms=50, fault_step=40, hang_timeout_s=10
     return out
 
 
+def hang_defaults(t, reps, world=3, step_ms=50, fault_steps=(3, 100)):
+    """Hangs named with the defaults only: `faultline exec` with no hang flag
+    (the idle rule from the first collective on, the learned rule once there
+    is a rhythm, under the fixed 300 s bound) on rhythm.py, `step_ms` of
+    compute a step; the shim strikes hung_collective on rank 1 at step 3 (a
+    handful of collectives: no rhythm yet) and at step 100 (hundreds: a
+    rhythm learned). From the fault event to the supervisor's trigger naming
+    rank 1. What torchrun and plain Gloo do is their timeout: nothing in them
+    detects a hang, the job waits for the process group's timeout (torch's
+    default_pg_timeout, read from the install: rhythm.py passes its own
+    --pg-timeout 300)."""
+    trainer = os.path.join(t.source, "scenarios", "python", "diagnosis", "rhythm.py")
+    python = _newest_python(t)
+    out = {"world": world, "step_ms": step_ms, "python": python, "fault_steps": list(fault_steps),
+           "default_pg_timeout_s": _default_pg_timeout_s(python)}
+    for step in fault_steps:
+        out[f"step{step}"] = []
+    for i in range(reps):
+        for step in fault_steps:
+            d = t.work(f"hang-defaults-{step}-{i}")
+            w = Watched([t.faultline, "exec", "--nproc", str(world), "--deadline", "400",
+                         "--fault", f"hung_collective:rank=1:step={step}", "-o", d, "--", python, trainer,
+                         "--steps", str(step + 10), "--step-ms", str(step_ms)], sample_every=None, slow_every=None)
+            w.wait(timeout=420)
+            out[f"step{step}"].append(adaptive_row(d, w.t_end_ns))
+    return out
+
+
+def _default_pg_timeout_s(python):
+    """torch's default process-group timeout in seconds, as that interpreter's torch has it; None if unreadable."""
+    import subprocess
+    try:
+        r = subprocess.run([python, "-c", "from torch.distributed.constants import default_pg_timeout as t; "
+                                          "print(t.total_seconds())"], capture_output=True, text=True, timeout=120)
+        return float(r.stdout.strip())
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+
+
 def adaptive_row(run_dir, t_end_ns):
     """One repetition of adaptive_hang, from its run directory: latencies from
     the fault event, whether the report named rank 1, what the trigger said."""

@@ -46,6 +46,8 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   so.grace_s = opts.grace_s;
   so.adaptive.factor = opts.hang_factor;
   so.adaptive.floor_s = opts.hang_floor_s;
+  so.adaptive.idle_s = opts.hang_idle_s;
+  so.adaptive.rendezvous_idle_s = 2.5 * opts.hang_idle_s;
   so.allow_cgroup = opts.allow_cgroup;
   if (so.launch.nproc < 1 || so.grace_s < 0 || so.hang_timeout_s < 0 || so.deadline_s < 0) {
     err << "faultline exec: --nproc must be >= 1 and times >= 0\n";

@@ -20,6 +20,7 @@ struct ExecOptions {
   double hang_timeout_s = 300;
   double hang_factor = 10;     // --hang-factor: adaptive detection (0: off)
   double hang_floor_s = 0.5;   // --hang-floor
+  double hang_idle_s = 1.0;    // --hang-idle: the idle rule (0: off)
   double deadline_s = 0;
   double grace_s = 3;
   std::string out_dir = "faultline-out";

@@ -156,6 +156,8 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     so.grace_s = s.limits.grace_s;
     so.adaptive.factor = s.limits.hang_factor;
     so.adaptive.floor_s = s.limits.hang_floor_s;
+    so.adaptive.idle_s = s.limits.hang_idle_s;
+    so.adaptive.rendezvous_idle_s = 2.5 * s.limits.hang_idle_s;
     so.allow_cgroup = opts.allow_cgroup;
     addLibraryPaths(so, s.library_paths, dirOf(s.file));
     addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));

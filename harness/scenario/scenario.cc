@@ -650,7 +650,7 @@ void parseDiagnose(Checker& c, const toml::table& t, Scenario& s) {
 }
 
 void parseLimits(Checker& c, const toml::table& t, Limits& l) {
-  c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s", "hang_factor", "hang_floor_s"}, "[limits]");
+  c.onlyKeys(t, {"hang_timeout_s", "deadline_s", "grace_s", "hang_factor", "hang_floor_s", "hang_idle_s"}, "[limits]");
   auto positive = [&](const char* key, double& out) {
     if (auto v = c.number(t, key, "limits")) {
       // TOML has inf and nan; neither is a number of seconds a timer can use.
@@ -671,6 +671,13 @@ void parseLimits(Checker& c, const toml::table& t, Limits& l) {
                                                   " is impossible, expected a number >= 0 (0: adaptive detection off)");
     }
     l.hang_factor = *v;
+  }
+  if (auto v = c.number(t, "hang_idle_s", "limits")) {
+    if (!(*v >= 0) || !std::isfinite(*v)) {
+      c.error(t.get("hang_idle_s")->source(), "limits.hang_idle_s: " + json(*v).dump() +
+                                                  " is impossible, expected seconds >= 0 (0: the idle rule off)");
+    }
+    l.hang_idle_s = *v;
   }
 }
 

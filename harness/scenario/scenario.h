@@ -79,6 +79,9 @@ struct Limits {
   // hang_factor x the learned p99 of its collective, never below hang_floor_s.
   double hang_factor = 10;  // 0: off
   double hang_floor_s = 0.5;
+  // The idle rule: a missing rank idle this long while its peers wait is a
+  // hang, no rhythm needed (2.5x this at the rendezvous). 0: off.
+  double hang_idle_s = 1.0;
 };
 
 enum class MatchOp { kEquals, kRegex, kMax, kMin, kContains, kNull, kIn };

@@ -34,7 +34,8 @@ struct AdaptiveOptions {
   size_t min_samples = 30;
   // The idle rule: the missing ranks idle this long while their peers wait
   // in a collective is a hang; at the rendezvous (init_process_group, where
-  // ranks arrive further apart), rendezvous_idle_s. 0: the rule is off.
+  // ranks arrive further apart), rendezvous_idle_s (2.5x idle_s from the
+  // CLI and scenarios). 0: the rule is off.
   double idle_s = 1.0;
   double rendezvous_idle_s = 2.5;
 };

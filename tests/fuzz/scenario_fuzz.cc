@@ -130,7 +130,8 @@ std::string toTomlText(const sc::Scenario& s) {
                                               {"deadline_s", s.limits.deadline_s},
                                               {"grace_s", s.limits.grace_s},
                                               {"hang_factor", s.limits.hang_factor},
-                                              {"hang_floor_s", s.limits.hang_floor_s}});
+                                              {"hang_floor_s", s.limits.hang_floor_s},
+                                              {"hang_idle_s", s.limits.hang_idle_s}});
   if (!s.library_paths.empty()) root.insert_or_assign("diagnose", toml::table{{"library_paths", toToml(s.library_paths)}});
   toml::table expect;
   for (const sc::Expect& e : s.expect) {
@@ -168,7 +169,7 @@ json summary(const sc::Scenario& s) {
                                    s.fault->node, s.fault->rendezvous}
                             : json()},
           {"limits", {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s, s.limits.hang_factor,
-                      s.limits.hang_floor_s}},
+                      s.limits.hang_floor_s, s.limits.hang_idle_s}},
           {"library_paths", s.library_paths},
           {"expect", expect}};
 }

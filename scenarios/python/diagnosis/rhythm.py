@@ -19,11 +19,9 @@ needed, so they work with and without faultline's shim):
                                     peers wait in the next all-reduce (slow,
                                     busy, no hang)
   --slow-start-rank R --slow-start-s T
-                                    rank R downloads its weights for T
-                                    seconds before DDP wraps the model (bytes
-                                    arriving and written to disk): its peers
-                                    wait in DDP's first broadcast (no rhythm
-                                    learned yet; busy, no hang)
+                                    rank R downloads for T seconds (busy:
+                                    bytes arriving) before DDP wraps the model:
+                                    its peers wait in DDP's first broadcast
 """
 import argparse
 import os
