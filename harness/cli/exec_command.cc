@@ -2,6 +2,7 @@
 #include "harness/cli/exec_command.h"
 
 #include <chrono>
+#include <cmath>
 #include <ostream>
 
 #include "harness/assemble/assemble.h"
@@ -55,6 +56,10 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   }
   if (!(so.adaptive.factor >= 0) || !(so.adaptive.floor_s > 0)) {
     err << "faultline exec: --hang-factor must be >= 0 (0: off) and --hang-floor > 0\n";
+    return 2;
+  }
+  if (!(so.adaptive.idle_s >= 0) || !std::isfinite(so.adaptive.idle_s)) {
+    err << "faultline exec: --hang-idle must be a number of seconds >= 0 (0: off)\n";
     return 2;
   }
   // Scripted faults: the in-rank layer's (the Python shim, or the probe in a

@@ -63,8 +63,7 @@ int main(int argc, char** argv) {
   exec_cmd->add_option("--hang-floor", exec.hang_floor_s, "adaptive hang detection: the least threshold in seconds (default 0.5)");
   exec_cmd->add_option("--hang-idle", exec.hang_idle_s,
                        "hang detection without history: a rank idle (no CPU, no I/O) this many seconds outside the collective "
-                       "its peers wait in is hung; 2.5x at the rendezvous (default 1; 0: off)")
-      ->check(CLI::NonNegativeNumber);
+                       "its peers wait in is hung; 2.5x at the rendezvous (default 1; 0: off)");
   exec_cmd->add_option("--deadline", exec.deadline_s, "wall-clock limit of the run in seconds (0: none)");
   exec_cmd->add_option("--grace", exec.grace_s, "SIGTERM to SIGKILL grace in seconds");
   exec_cmd->add_option("-o,--out", exec.out_dir, "run directory");

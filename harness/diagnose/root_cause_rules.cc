@@ -410,6 +410,51 @@ std::optional<Candidate> exitBeforeRendezvous(const Analysis& a) {
   return c;
 }
 
+std::optional<Candidate> hungRendezvous(const Analysis& a) {
+  // A hang before any process group formed: ranks inside init_process_group
+  // (pg_init_begin, no pg_init) and ranks that never began it. The group
+  // never formed because they never came; the ranks inside waited for the
+  // store, in no collective.
+  if (!a.trigger_hang) return std::nullopt;
+  const RunInput& in = *a.in;
+  std::vector<int> waiting, missing;
+  for (int r = 0; r < in.world_size; ++r) {
+    const auto it = in.ranks.find(r);
+    if (it == in.ranks.end()) {
+      missing.push_back(r);  // never seen at all
+      continue;
+    }
+    if (hasEvent(it->second, "pg_init")) return std::nullopt;  // a group formed: not the rendezvous
+    if (hasEvent(it->second, "pg_init_begin")) {
+      waiting.push_back(r);
+    } else if (hasEvent(it->second, "start")) {
+      missing.push_back(r);  // instrumented, and never began it
+    } else {
+      return std::nullopt;  // not instrumented: nothing says it never began
+    }
+  }
+  if (waiting.empty() || missing.empty()) return std::nullopt;
+  RootCause c;
+  c.kind = Kind::kRendezvousFailure;
+  c.missing_ranks = missing;
+  if (missing.size() == 1) c.rank = missing.front();
+  std::string where;
+  if (c.rank && in.ranks.count(*c.rank)) {
+    if (const PyFrame* f = userFrame(in.ranks.at(*c.rank).stacks, in.library)) {
+      c.location = Location{f->file, f->line};
+      where = stackWhere(*f);
+    }
+    c.layers = buildLayers(in, a.states.at(*c.rank));
+  }
+  const std::string detail = (missing.size() == 1 ? "rank " : "ranks ") + joinRanks(missing) +
+                             " never began init_process_group while " + (waiting.size() == 1 ? "rank " : "ranks ") +
+                             joinRanks(waiting) + " waited for " + (missing.size() == 1 ? "it" : "them") +
+                             " at the rendezvous (in the store, no collective yet)";
+  c.layers.push_back({"error", detail});
+  c.summary = rankPrefix(c.rank) + "rendezvous failure: " + detail + where;
+  return Candidate{c, c.rank, waiting};
+}
+
 std::optional<Candidate> hungCollective(const Analysis& a) {
   if (!(a.any_failure || a.trigger_hang)) return std::nullopt;
   auto h = findHungCollective(a.logs);
@@ -686,6 +731,8 @@ const std::vector<NamedRule>& rootCauseRules() {
        exitBeforeRendezvous},
       {"earliest_primary", "the first rank to fail by its own fault started it; collateral never does",
        earliestPrimary},
+      {"hung_rendezvous", "with no primary failure, a hang before any group formed: the ranks that never began the rendezvous",
+       hungRendezvous},
       {"hung_collective", "with no primary failure, the collective some ranks never entered", hungCollective},
       {"shutdown_hang", "the work finished and one rank never exited", shutdownHang},
       {"store_rendezvous_failure", "every failure is a lost store before any process group", storeRendezvousFailure},

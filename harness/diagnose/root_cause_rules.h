@@ -62,6 +62,9 @@ std::optional<Candidate> sameFailureEverywhere(const Analysis& a);
 bool joinsProcessGroup(const Analysis& a);
 std::optional<Candidate> exitBeforeRendezvous(const Analysis& a);
 std::optional<Candidate> earliestPrimary(const Analysis& a);
+// A hang before any group formed: ranks inside init_process_group and
+// (instrumented) ranks that never began it, these the root cause.
+std::optional<Candidate> hungRendezvous(const Analysis& a);
 std::optional<Candidate> hungCollective(const Analysis& a);
 std::optional<Candidate> shutdownHang(const Analysis& a);
 std::optional<Candidate> storeRendezvousFailure(const Analysis& a);

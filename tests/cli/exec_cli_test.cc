@@ -157,6 +157,8 @@ TEST(ExecCli, BadUsageExitsTwoWithoutReport) {
   EXPECT_EQ(exitStatus(runFaultline({"exec", "--hang-factor", "-1", "-o", dir / "c", "--", "true"}, dir / "log")), 2);
   EXPECT_NE(readFile(dir / "log").find("--hang-factor must be >= 0 (0: off) and --hang-floor > 0"), std::string::npos);
   EXPECT_EQ(exitStatus(runFaultline({"exec", "--hang-floor", "0", "-o", dir / "c", "--", "true"}, dir / "log")), 2);
+  EXPECT_EQ(exitStatus(runFaultline({"exec", "--hang-idle", "-1", "-o", dir / "c", "--", "true"}, dir / "log")), 2);
+  EXPECT_NE(readFile(dir / "log").find("--hang-idle must be a number of seconds >= 0 (0: off)"), std::string::npos);
   EXPECT_FALSE(fileExists(dir / "c/report.json"));
 }
 

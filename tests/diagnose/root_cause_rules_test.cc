@@ -66,7 +66,7 @@ TEST(RootCauseRules, InPriorityOrderEachWithAReason) {
   EXPECT_EQ(names, (std::vector<std::string>{"node_launcher_lost", "launcher_failed_first", "collective_mismatch", "node_lost",
                                              "network_partition", "same_failure_everywhere",
                                              "exit_before_rendezvous",
-                                             "earliest_primary", "hung_collective", "shutdown_hang",
+                                             "earliest_primary", "hung_rendezvous", "hung_collective", "shutdown_hang",
                                              "store_rendezvous_failure", "stack_dump_hang", "no_progress", "only_collateral",
                                              "launcher_failed_alone"}));
 }
@@ -780,6 +780,40 @@ TEST(RootCauseRules, ARanksFaultOnANodeNamesTheNode) {
   EXPECT_EQ(nodes[1].agent_exit_code, 1);
   EXPECT_EQ(rankRangeText({0, 1, 2, 5, 7, 8}), "ranks 0-2, 5, 7-8");
   EXPECT_EQ(rankRangeText({3}), "rank 3");
+}
+
+// Ranks 0 and 2 inside init_process_group, rank 1 (instrumented) never
+// began it, the supervisor called a hang: the group never formed because
+// rank 1 never came; not a collective (there is none yet).
+TEST(RootCauseRules, HungRendezvous) {
+  RunInput in;
+  hangTrigger(in);
+  in.world_size = 3;
+  Event joining;
+  joining.ev = "pg_init_begin";
+  for (int r : {0, 2}) {
+    tornDown(in, r).events.events.push_back(startEvent(r));
+    in.ranks[r].events.events.push_back(joining);
+  }
+  tornDown(in, 1).events.events.push_back(startEvent(1));
+  auto c = runRule(hungRendezvous, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kRendezvousFailure);
+  EXPECT_EQ(c->root_rank, 1);
+  EXPECT_EQ(c->waiting_ranks, (std::vector<int>{0, 2}));
+  EXPECT_EQ(c->cause.missing_ranks, (std::vector<int>{1}));
+  EXPECT_EQ(c->cause.summary,
+            "rank 1: rendezvous failure: rank 1 never began init_process_group while ranks 0, 2 waited for it at the "
+            "rendezvous (in the store, no collective yet)");
+  // Not a hang (a failure ended the run): earliest_primary's, not this rule's.
+  RunInput failed = in;
+  failed.supervisor->trigger.kind = TriggerKind::kRankFailure;
+  EXPECT_FALSE(runRule(hungRendezvous, failed));
+  // Once a group formed, a hang is a collective's.
+  Event pg;
+  pg.ev = "pg_init";
+  in.ranks[0].events.events.push_back(pg);
+  EXPECT_FALSE(runRule(hungRendezvous, in));
 }
 
 TEST(RootCauseRules, HungCollective) {

@@ -136,6 +136,19 @@ TEST(ScenarioErrors, SyntaxError) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack\n"), "s.toml:2:7: Error while parsing table header: expected ']', saw '\\n'");
 }
 
+TEST(Scenario, HangIdleIsReadAndZeroTurnsTheIdleRuleOff) {
+  std::string text = kExample;
+  text.replace(text.find("[limits]"), 8, "[limits]\nhang_idle_s = 2.5");
+  auto s = parseScenarioText(text, "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->limits.hang_idle_s, 2.5);
+  auto plain = parseScenarioText(kExample, "s.toml");
+  ASSERT_TRUE(plain) << plain.error().message;
+  EXPECT_EQ(plain->limits.hang_idle_s, 1.0) << "the CLI's default";
+  EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang_idle_s = -1\n"),
+            "s.toml:3:15: limits.hang_idle_s: -1.0 is impossible, expected seconds >= 0 (0: the idle rule off)");
+}
+
 TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect, expect_on");
@@ -144,7 +157,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
-            "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s");
+            "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s, hang_idle_s");
 }
 
 TEST(Scenario, AFrameworksStackHasItsOwnTrainerAndExpectations) {
