@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 #include <set>
+#include <tuple>
 
 #include "harness/diagnose/rank_list.h"
 
@@ -76,32 +77,65 @@ std::string callText(const CollectiveSide& s) {
   return s.op + (s.numel ? " of " + std::to_string(*s.numel) + " elements" : "") + whereText(s);
 }
 
+// A call as the history compares it: op, size and call site ("" where the
+// shim gave none), so that the same broadcast from another line (DDP's
+// buffer sync in validation, not in training) is another call.
+using SiteKey = std::tuple<std::string, int64_t, std::string>;
+
+SiteKey siteKey(const std::string& op, int64_t numel, const std::string& site) { return {op, numel, site}; }
+
 // The calls every rank made before `seq`, and the calls any rank made before it.
 struct History {
-  std::set<Key> by_every, by_any;
+  std::set<SiteKey> by_every, by_any;
 };
 
 History historyBefore(const std::map<int, std::map<int64_t, Call>>& calls, int64_t seq) {
   History h;
   bool first = true;
   for (const auto& [r, m] : calls) {
-    std::set<Key> mine;
+    std::set<SiteKey> mine;
     for (const auto& [s, c] : m) {
       if (s >= seq) break;
-      if (!c.op.empty()) mine.insert({c.op, c.numel});
+      if (!c.op.empty()) mine.insert(siteKey(c.op, c.numel, c.begin ? c.begin->site : ""));
     }
     h.by_any.insert(mine.begin(), mine.end());
     if (first) {
       h.by_every = mine;
       first = false;
     } else {
-      std::set<Key> both;
+      std::set<SiteKey> both;
       std::set_intersection(h.by_every.begin(), h.by_every.end(), mine.begin(), mine.end(),
                             std::inserter(both, both.end()));
       h.by_every = std::move(both);
     }
   }
   return h;
+}
+
+// Whether any rank outside `ranks` made a call at `site` anywhere in the run.
+bool siteReachedByOthers(const std::map<int, std::map<int64_t, Call>>& calls, const std::vector<int>& ranks,
+                         const std::string& site) {
+  for (const auto& [r, m] : calls) {
+    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) continue;
+    for (const auto& [s, c] : m) {
+      if (c.begin && c.begin->site == site) return true;
+    }
+  }
+  return false;
+}
+
+// Whether every rank of `ranks` made a call at `site` before collective `seq`.
+bool siteReachedBefore(const std::map<int, std::map<int64_t, Call>>& calls, const std::vector<int>& ranks,
+                       const std::string& site, int64_t seq) {
+  for (int r : ranks) {
+    const auto& m = calls.at(r);
+    bool seen = false;
+    for (auto it = m.begin(); it != m.end() && it->first < seq && !seen; ++it) {
+      seen = it->second.begin && it->second.begin->site == site;
+    }
+    if (!seen) return false;
+  }
+  return true;
 }
 
 void blameSide(CollectiveVerdict& v, const std::vector<int>& ranks, std::string why) {
@@ -174,10 +208,26 @@ std::optional<CollectiveVerdict> findCollectiveMismatch(const std::map<int, cons
         if (sides[i].ranks.size() == best) majority = i;
       }
     }
-    // 3. The pattern: every rank made one side's call before, no rank the other's.
+    // 3. Call sites: one side's call is at a line no other rank reached in
+    // the run (an extra collective: validation on rank 0 only, through the
+    // DDP model, which broadcasts buffers), while its ranks made the other
+    // side's call at its line before (a regular call). pytorch/pytorch#54059.
+    if (!odd && !majority && sides.size() == 2 && !sides[0].site.empty() && !sides[1].site.empty() &&
+        sides[0].site != sides[1].site) {
+      for (size_t i = 0; i < 2 && !odd; ++i) {
+        const CollectiveSide& mine = sides[i];
+        const CollectiveSide& theirs = sides[1 - i];
+        if (!siteReachedByOthers(calls, mine.ranks, mine.site) && siteReachedBefore(calls, mine.ranks, theirs.site, s)) {
+          odd = i;
+          why = "its call at " + shortSite(mine.site) + " is one no other rank reached in the run: an extra collective";
+        }
+      }
+    }
+    // 4. The pattern: every rank made one side's call before, no rank the other's.
     if (!odd && !majority && sides.size() == 2) {
       const History h = historyBefore(calls, s);
-      const Key k0{sides[0].op, sides[0].numel.value_or(-1)}, k1{sides[1].op, sides[1].numel.value_or(-1)};
+      const SiteKey k0 = siteKey(sides[0].op, sides[0].numel.value_or(-1), sides[0].site);
+      const SiteKey k1 = siteKey(sides[1].op, sides[1].numel.value_or(-1), sides[1].site);
       const bool known0 = h.by_every.count(k0), known1 = h.by_every.count(k1);
       const bool fresh0 = !h.by_any.count(k0), fresh1 = !h.by_any.count(k1);
       if (known0 && fresh1) odd = 1;
@@ -314,7 +364,8 @@ std::optional<CollectiveVerdict> findHungCollective(const std::map<int, const Ev
       if (!m.empty() && m.rbegin()->first > s) skipped.push_back(r);
     }
     const History h = historyBefore(calls, s);
-    const bool kept = their_call && h.by_every.count({their_call->op, their_call->numel});
+    const bool kept = their_call && h.by_every.count(siteKey(their_call->op, their_call->numel,
+                                                             their_call->begin ? their_call->begin->site : ""));
     if (!in_side.rank_condition.empty()) {
       v.sides = {in_side, out_side};
       blameSide(v, entered, "its call runs only on some ranks (" + shortSite(in_side.rank_condition) + ")");

@@ -128,6 +128,46 @@ TEST(CollectiveMismatch, BothSidesConditionalFallsBackToTheOtherEvidence) {
   EXPECT_NE(v->detail.find("ranks disagree at collective #0"), std::string::npos) << v->detail;
 }
 
+// pytorch/pytorch#54059: rank 0 validates through the DDP model (its forward
+// broadcasts the buffers, a broadcast like every training step's), then both
+// ranks meet at the epoch's barrier. Rank 0's broadcast at the validation
+// line is one rank 1 never reached; rank 1's barrier line is one rank 0
+// reached in the last epoch: the extra collective is rank 0's, not rank 1's
+// "novel" barrier (the op history alone blamed rank 1).
+TEST(CollectiveMismatch, AnExtraCollectiveAtALineNoOtherRankReachedIsTheCause) {
+  auto epoch = [](History h, int64_t from) -> History {
+    h.collectiveAt("broadcast", from, 8, "/app/train.py:30")
+        .collectiveAt("allreduce", from + 1, 100, "/app/train.py:31")
+        .collectiveAt("barrier", from + 2, 0, "/app/train.py:44");
+    return h;
+  };
+  std::vector<EventLog> logs = {
+      epoch(History(0), 0).collectiveAt("broadcast", 3, 8, "/app/train.py:38", "", false).log(),
+      epoch(History(1), 0).collectiveAt("barrier", 3, 0, "/app/train.py:44", "", false).log(),
+  };
+  auto v = findCollectiveMismatch(view(logs));
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->blame, Blame::kRank);
+  EXPECT_EQ(v->rank, 0);
+  EXPECT_EQ(v->sides[0].site, "/app/train.py:38");
+  EXPECT_EQ(v->why, "its call at train.py:38 is one no other rank reached in the run: an extra collective");
+  // The first epoch: training's forwards broadcast the same buffers (line
+  // 30), the barrier's line no rank reached yet. By op and size alone the
+  // broadcast was "made by every rank before" and the barrier "by none", so
+  // rank 1 was blamed; by call site neither was made before, and nothing
+  // else tells: ambiguous, both sides named.
+  std::vector<EventLog> first = {
+      History(0).collectiveAt("broadcast", 0, 8, "/app/train.py:30").collectiveAt("allreduce", 1, 100, "/app/train.py:31")
+          .collectiveAt("broadcast", 2, 8, "/app/train.py:38", "", false).log(),
+      History(1).collectiveAt("broadcast", 0, 8, "/app/train.py:30").collectiveAt("allreduce", 1, 100, "/app/train.py:31")
+          .collectiveAt("barrier", 2, 0, "/app/train.py:44", "", false).log(),
+  };
+  auto a = findCollectiveMismatch(view(first));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->blame, Blame::kAmbiguous);
+  EXPECT_EQ(a->culprits, (std::vector<int>{0, 1}));
+}
+
 TEST(CollectiveMismatch, NoneForMatchingCalls) {
   std::vector<EventLog> logs = {History(0).collective("allreduce", 0, 5).log(),
                                 History(1).collective("allreduce", 0, 5).log()};
