@@ -207,6 +207,7 @@ std::string* stringField(Event& e, std::string_view key) {
       {"addr", &Event::addr},     {"patch", &Event::patch},   {"error", &Event::error},
       {"torch", &Event::torch},   {"thread", &Event::thread}, {"traceback", &Event::traceback},
       {"site", &Event::site},     {"rank_cond", &Event::rank_cond}, {"at", &Event::at},
+      {"key", &Event::key},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);

@@ -36,6 +36,8 @@ struct Event {
   std::vector<std::string> callers;
   // fingerprint: when it was taken (ddp_init, ddp_ready, optimizer_step); "" read as ddp_init.
   std::string at;
+  // store_begin: the key (wait's keys joined by ",") a blocking store call waits for.
+  std::string key;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

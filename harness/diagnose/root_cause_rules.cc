@@ -455,6 +455,88 @@ std::optional<Candidate> hungRendezvous(const Analysis& a) {
   return Candidate{c, c.rank, waiting};
 }
 
+namespace {
+
+// The blocking store call a rank was inside at the end (a store_begin with no
+// store_end after it); null when none.
+const Event* openStoreCall(const RankInput& ri) {
+  const Event* open = nullptr;
+  for (const Event& e : ri.events.events) {
+    if (e.ev == "store_begin") open = &e;
+    if (e.ev == "store_end") open = nullptr;
+  }
+  return open;
+}
+
+// The collective a rank was inside at the end ("barrier #4 (train.py:35)"); "" when none.
+std::string openCollectiveText(const RankInput& ri) {
+  const Event* open = nullptr;
+  for (const Event& e : ri.events.events) {
+    if (e.ev == "collective_begin") open = &e;
+    if (e.ev == "collective_end") open = nullptr;
+  }
+  if (!open) return "";
+  return open->op + (open->seq >= 0 ? " #" + std::to_string(open->seq) : "") +
+         (open->site.empty() ? "" : " (" + shortSite(open->site) + ")");
+}
+
+}  // namespace
+
+std::optional<Candidate> storeWait(const Analysis& a) {
+  // A hang with ranks blocked in the c10d store (Store.get/wait on a key
+  // another rank was to set: a handshake, a barrier through the store), not
+  // in a collective: the store wait is the fault, and the ranks not in it
+  // are the ones that never set the key or never arrived.
+  if (!a.trigger_hang) return std::nullopt;
+  const RunInput& in = *a.in;
+  std::vector<int> waiting, others;
+  std::map<std::string, std::vector<int>> by_call;  // "get 'k' at f.py:3" -> ranks
+  const Event* first_call = nullptr;
+  for (const auto& [r, ri] : in.ranks) {
+    if (const Event* e = openStoreCall(ri)) {
+      waiting.push_back(r);
+      by_call[e->op + " '" + e->key + "'" + (e->site.empty() ? "" : " at " + shortSite(e->site))].push_back(r);
+      if (!first_call) first_call = e;
+    } else {
+      others.push_back(r);
+    }
+  }
+  for (int r = 0; r < in.world_size; ++r) {
+    if (!in.ranks.count(r)) others.push_back(r);
+  }
+  std::sort(others.begin(), others.end());
+  if (waiting.empty()) return std::nullopt;
+  RootCause c;
+  c.kind = Kind::kStoreWait;
+  c.missing_ranks = others;
+  if (others.size() == 1) c.rank = others.front();
+  if (first_call && !first_call->site.empty()) c.location = siteLocation(first_call->site);
+  std::string calls;
+  for (const auto& [call, ranks] : by_call) {
+    calls += (calls.empty() ? "" : "; ") + std::string(ranks.size() == 1 ? "rank " : "ranks ") + joinRanks(ranks) + ": " + call;
+  }
+  std::string detail = std::string(waiting.size() == 1 ? "rank " : "ranks ") + joinRanks(waiting) +
+                       (waiting.size() == 1 ? " waits" : " wait") + " in the c10d store, in no collective (" + calls + ")";
+  if (others.empty()) {
+    detail += ": every rank waits there, for a key none of them sets";
+  } else {
+    std::string elsewhere;
+    for (int r : others) {
+      const auto it = in.ranks.find(r);
+      const std::string coll = it == in.ranks.end() ? "" : openCollectiveText(it->second);
+      elsewhere += (elsewhere.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+                   (it == in.ranks.end() ? " never started"
+                    : coll.empty()       ? " is elsewhere"
+                                         : " waits in " + coll);
+    }
+    detail += "; the key was never set: " + elsewhere;
+  }
+  if (c.rank && a.states.count(*c.rank)) c.layers = buildLayers(in, a.states.at(*c.rank));
+  c.layers.push_back({"error", detail});
+  c.summary = rankPrefix(c.rank) + "store wait: " + detail;
+  return Candidate{c, c.rank, waiting};
+}
+
 std::optional<Candidate> hungCollective(const Analysis& a) {
   if (!(a.any_failure || a.trigger_hang)) return std::nullopt;
   auto h = findHungCollective(a.logs);
@@ -733,6 +815,8 @@ const std::vector<NamedRule>& rootCauseRules() {
        earliestPrimary},
       {"hung_rendezvous", "with no primary failure, a hang before any group formed: the ranks that never began the rendezvous",
        hungRendezvous},
+      {"store_wait", "with no primary failure, ranks blocked in the c10d store wait for a key, not in a collective",
+       storeWait},
       {"hung_collective", "with no primary failure, the collective some ranks never entered", hungCollective},
       {"shutdown_hang", "the work finished and one rank never exited", shutdownHang},
       {"store_rendezvous_failure", "every failure is a lost store before any process group", storeRendezvousFailure},

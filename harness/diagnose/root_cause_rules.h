@@ -65,6 +65,8 @@ std::optional<Candidate> earliestPrimary(const Analysis& a);
 // A hang before any group formed: ranks inside init_process_group and
 // (instrumented) ranks that never began it, these the root cause.
 std::optional<Candidate> hungRendezvous(const Analysis& a);
+// A hang with ranks blocked in a c10d store call (the shim's store_begin).
+std::optional<Candidate> storeWait(const Analysis& a);
 std::optional<Candidate> hungCollective(const Analysis& a);
 std::optional<Candidate> shutdownHang(const Analysis& a);
 std::optional<Candidate> storeRendezvousFailure(const Analysis& a);

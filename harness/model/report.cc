@@ -18,7 +18,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<Kind, const char*>, 22> kKinds{{
+constexpr std::array<std::pair<Kind, const char*>, 23> kKinds{{
     {Kind::kPythonException, "python_exception"},
     {Kind::kCppException, "cpp_exception"},
     {Kind::kUndefinedSymbol, "undefined_symbol"},
@@ -40,6 +40,7 @@ constexpr std::array<std::pair<Kind, const char*>, 22> kKinds{{
     {Kind::kDivergedParams, "diverged_params"},
     {Kind::kNodeLost, "node_lost"},
     {Kind::kNetworkPartition, "network_partition"},
+    {Kind::kStoreWait, "store_wait"},
     {Kind::kUnknown, "unknown"},
 }};
 

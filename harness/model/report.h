@@ -21,7 +21,7 @@ enum class Kind {
   kPythonException, kCppException, kUndefinedSymbol, kSignal, kExitCode, kHungCollective,
   kCollectiveMismatch, kRendezvousFailure, kShutdownHang, kLauncherError, kOom, kTimeout,
   kSeedMismatch, kUnshardedData, kUnsyncedMetrics, kConcurrentWrites, kStraggler,
-  kNoPgDestroy, kDivergedParams, kNodeLost, kNetworkPartition, kUnknown,
+  kNoPgDestroy, kDivergedParams, kNodeLost, kNetworkPartition, kStoreWait, kUnknown,
 };
 std::string kindName(Kind k);
 std::optional<Kind> kindFromName(const std::string& name);

@@ -22,9 +22,12 @@ inline bool patchFeeds(std::string_view patch, ShimEvidence what) {
   const bool ddp_all = patch == "ddp";
   const bool deepspeed_all = patch == "deepspeed.engine";  // DeepSpeed's engine, as a whole
   const bool pg = patch == "dist.init_process_group" || patch == "dist.destroy_process_group";
+  // Store.get/wait (store_begin/end) name a store wait; without them such a
+  // wait reads as a rank idle outside any collective, which it also is.
+  const bool store = patch == "dist.store";
   switch (what) {
     case ShimEvidence::kCollectives:
-      return dist_all || ddp_all || (patch.substr(0, 5) == "dist." && !pg) || patch == "ddp.grad_allreduce" ||
+      return dist_all || ddp_all || (patch.substr(0, 5) == "dist." && !pg && !store) || patch == "ddp.grad_allreduce" ||
              patch == "ddp.forward";
     case ShimEvidence::kSteps:
       return ddp_all || deepspeed_all || patch == "ddp.forward" || patch == "deepspeed.forward" || patch == "optim.step";

@@ -116,6 +116,9 @@ std::optional<LongWait> longestWait(const CollectiveTracker& tracker, const std:
       dying = dying || tracker.erred(r);
       if (tracker.openCollective(r)) w.missing_in_collective.push_back(r);
       if (tracker.inDataWait(r)) w.missing_in_data_wait.push_back(r);
+      if (auto st = tracker.storeWaits().find(r); st != tracker.storeWaits().end()) {
+        w.missing_in_store[r] = st->second.op + " '" + st->second.key + "'";
+      }
     }
     if (w.missing.empty() || dying) continue;
     auto t = adaptiveThreshold(tracker.durations(), w.op, opts);
@@ -244,6 +247,14 @@ std::string describeHang(const LongWait& w, const WaitVerdict& v, const Adaptive
   }
   out += "; " + ranksWord(w.missing) + (w.missing.size() == 1 ? " is" : " are") +
          (w.rendezvous ? " not in it (never began it)" : " not in it");
+  if (!w.missing_in_store.empty()) {
+    // " (in the c10d store: ranks 1,2 get 'weights_ready')"
+    std::map<std::string, std::vector<int>> by_call;
+    for (const auto& [r, call] : w.missing_in_store) by_call[call].push_back(r);
+    std::string calls;
+    for (const auto& [call, ranks] : by_call) calls += (calls.empty() ? "" : "; ") + ranksWord(ranks) + " " + call;
+    out += " (in the c10d store: " + calls + ")";
+  }
   if (!stopped.empty()) {
     out += ", " + ranksWord(stopped) + " stopped (process state T: SIGSTOP, a freeze or a debugger)";
   } else {

@@ -67,6 +67,9 @@ struct LongWait {
   // waiting for their DataLoader.
   std::vector<int> missing_in_collective;
   std::vector<int> missing_in_data_wait;
+  // Missing ranks inside a blocking c10d store call: rank -> "get 'key'".
+  // Judged like any: idle there while its peers wait is a deadlock too.
+  std::map<int, std::string> missing_in_store;
   size_t completed = 0;   // collectives completed in the run so far
   int64_t since_ns = 0;   // when the last of the waiting ranks entered (its clock, CLOCK_REALTIME)
   int64_t waited_ns = 0;  // since then, at the time asked: every one has waited this long

@@ -54,7 +54,7 @@ namespace {
 // validates the whole line, so what counts as malformed is unchanged.
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
-  std::optional<std::string> ev, op, patch, error, group;
+  std::optional<std::string> ev, op, patch, error, group, store_key;
   std::optional<int64_t> rank, seq, t, step, pid;
   std::optional<bool> applied;
   bool top_level_object = false;
@@ -79,6 +79,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "patch") patch = v;
     if (key_ == "error") error = v;
     if (key_ == "group") group = v;
+    if (key_ == "key") store_key = v;
     return true;
   }
   bool binary(binary_t&) override { return value(); }
@@ -127,6 +128,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "patch") patch.reset();
     if (key_ == "error") error.reset();
     if (key_ == "group") group.reset();
+    if (key_ == "key") store_key.reset();
     if (key_ == "applied") applied.reset();
   }
   int depth_ = 0;
@@ -166,6 +168,8 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
   }
   if (*f.ev == "data_begin") data_wait_[rank] = f.t.value_or(0);
   if (*f.ev == "data_end") data_wait_.erase(rank);
+  if (*f.ev == "store_begin") store_[rank] = StoreWait{f.op.value_or(""), f.store_key.value_or(""), f.t.value_or(0)};
+  if (*f.ev == "store_end") store_.erase(rank);
   if (*f.ev == "step_begin" && f.t) step_begin_[rank] = *f.t;
   if (*f.ev == "step_end" && f.t) {
     if (auto it = step_begin_.find(rank); it != step_begin_.end()) {

@@ -39,6 +39,13 @@ struct OpenCollective {
   std::string group;  // member ranks of a subgroup ("0,2"); "" for the default group
 };
 
+// A blocking c10d store call a rank is inside (the shim's store_begin).
+struct StoreWait {
+  std::string op;   // get, wait
+  std::string key;  // the key (wait's keys joined by ",")
+  int64_t t_ns = 0;
+};
+
 // Pure: fed event lines, answers which ranks are waiting in which collective.
 // The fields of one event line the supervisor acts on besides collectives.
 struct LineFields {
@@ -79,6 +86,8 @@ class CollectiveTracker {
   // A rank waiting for its next batch (the shim's data_begin without its
   // data_end): its DataLoader, not the rank, decides when it goes on.
   bool inDataWait(int rank) const { return data_wait_.count(rank) > 0; }
+  // Ranks inside a blocking store call (store_begin without its store_end).
+  const std::map<int, StoreWait>& storeWaits() const { return store_; }
   // How many default-group collectives completed, every rank's pooled.
   size_t collectivesCompleted() const { return durations_.allOps().count(); }
   size_t malformedLines() const { return malformed_; }
@@ -99,6 +108,7 @@ class CollectiveTracker {
   std::map<int, int64_t> rendezvous_;  // rank -> t of its pg_init_begin, until its pg_init
   std::set<int> joined_;               // ranks that wrote pg_init
   std::map<int, int64_t> data_wait_;   // rank -> t of its open data_begin
+  std::map<int, StoreWait> store_;     // rank -> its open store_begin
   DurationHistory durations_;
   size_t malformed_ = 0;
 };

@@ -66,7 +66,7 @@ TEST(RootCauseRules, InPriorityOrderEachWithAReason) {
   EXPECT_EQ(names, (std::vector<std::string>{"node_launcher_lost", "launcher_failed_first", "collective_mismatch", "node_lost",
                                              "network_partition", "same_failure_everywhere",
                                              "exit_before_rendezvous",
-                                             "earliest_primary", "hung_rendezvous", "hung_collective", "shutdown_hang",
+                                             "earliest_primary", "hung_rendezvous", "store_wait", "hung_collective", "shutdown_hang",
                                              "store_rendezvous_failure", "stack_dump_hang", "no_progress", "only_collateral",
                                              "launcher_failed_alone"}));
 }
@@ -814,6 +814,42 @@ TEST(RootCauseRules, HungRendezvous) {
   pg.ev = "pg_init";
   in.ranks[0].events.events.push_back(pg);
   EXPECT_FALSE(runRule(hungRendezvous, in));
+}
+
+// Ranks 1 and 2 blocked in store.get('weights_ready'), which rank 0 was to
+// set; rank 0 went on to the barrier. Not "ranks 1, 2 never entered barrier":
+// a store wait, the key named, rank 0 the one that never set it.
+TEST(RootCauseRules, StoreWait) {
+  RunInput in;
+  hangTrigger(in);
+  in.world_size = 3;
+  Event get;
+  get.ev = "store_begin";
+  get.op = "get";
+  get.key = "weights_ready";
+  get.site = "/app/train.py:30";
+  for (int r : {1, 2}) {
+    tornDown(in, r).events = History(r).collectiveAt("allreduce", 0, 4, "/app/train.py:20").log();
+    in.ranks[r].events.events.push_back(get);
+  }
+  tornDown(in, 0).events =
+      History(0).collectiveAt("allreduce", 0, 4, "/app/train.py:20").collectiveAt("barrier", 1, 0, "/app/train.py:35", "", false).log();
+  auto c = runRule(storeWait, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kStoreWait);
+  EXPECT_EQ(c->root_rank, 0);
+  EXPECT_EQ(c->waiting_ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(c->cause.missing_ranks, (std::vector<int>{0}));
+  ASSERT_TRUE(c->cause.location);
+  EXPECT_EQ(c->cause.location->line, 30);
+  EXPECT_EQ(c->cause.summary,
+            "rank 0: store wait: ranks 1, 2 wait in the c10d store, in no collective (ranks 1, 2: get 'weights_ready' at "
+            "train.py:30); the key was never set: rank 0 waits in barrier #1 (train.py:35)");
+  // The get returned: no store wait (the collective rule's case).
+  Event end;
+  end.ev = "store_end";
+  for (int r : {1, 2}) in.ranks[r].events.events.push_back(end);
+  EXPECT_FALSE(runRule(storeWait, in));
 }
 
 TEST(RootCauseRules, HungCollective) {

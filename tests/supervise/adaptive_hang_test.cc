@@ -373,5 +373,35 @@ TEST(IdleRule, StoppedPartOfTheTimeIsAStragglerFrozenIsAHang) {
   EXPECT_TRUE(judgeWait(*w, frozen, 1500 * kMs).hang);
 }
 
+// Ranks blocked in a c10d store call while their peer waits in a collective:
+// idle, judged by the idle rule (a deadlock: nobody will set the key), and
+// the words say where they wait.
+TEST(IdleRule, RanksWaitingInTheStoreAreJudgedAndNamed) {
+  CollectiveTracker t;
+  t.onLine(0, line(0, "collective_begin", "barrier", 0, 0));
+  for (int r : {1, 2}) {
+    t.onLine(r, "{\"t\":0,\"rank\":" + std::to_string(r) +
+                    ",\"pid\":1,\"ev\":\"store_begin\",\"op\":\"get\",\"key\":\"weights_ready\",\"site\":\"/a.py:3\"}");
+  }
+  auto w = longestWait(t, {0, 1, 2}, 1200 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->missing, (std::vector<int>{1, 2}));
+  EXPECT_EQ(w->missing_in_store.at(1), "get 'weights_ready'");
+  ActivityWatch a;
+  for (int r : {1, 2}) {
+    a.sample(r, Activity{100, 5000, 'S'}, 100 * kMs);
+    a.sample(r, Activity{100, 5000, 'S'}, 1200 * kMs);
+  }
+  const WaitVerdict v = judgeWait(*w, a, 1200 * kMs);
+  EXPECT_TRUE(v.hang);
+  EXPECT_NE(describeHang(*w, v, AdaptiveOptions{}, {}).find(
+                "ranks 1,2 are not in it (in the c10d store: ranks 1,2 get 'weights_ready') and idle"),
+            std::string::npos)
+      << describeHang(*w, v, AdaptiveOptions{}, {});
+  // The key came: out of the store.
+  t.onLine(1, R"({"t":1,"rank":1,"pid":1,"ev":"store_end","op":"get"})");
+  EXPECT_EQ(longestWait(t, {0, 1, 2}, 1300 * kMs, AdaptiveOptions{})->missing_in_store.count(1), 0u);
+}
+
 }  // namespace
 }  // namespace faultline::supervise

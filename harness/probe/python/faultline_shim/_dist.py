@@ -442,6 +442,43 @@ def _reexport(c10d, dist):
             setattr(dist, name, wrapped)
 
 
+def _store_key(args, kwargs):
+    """The key a store call waits for: get's key, or wait's keys joined."""
+    key = args[0] if args else kwargs.get("key", kwargs.get("keys"))
+    if isinstance(key, (list, tuple)):
+        key = ",".join(str(k) for k in key)
+    return None if key is None else str(key)[:256]
+
+
+def _wrap_store_op(orig, op):
+    """A blocking store call (Store.get, Store.wait) as store_begin /
+    store_end: a rank inside one waits for a key another rank sets (a barrier
+    through the store, a handshake), not in a collective. store_end is
+    written however it ends (a timeout raises, and callers retry)."""
+
+    @functools.wraps(orig)
+    def wrapper(self, *args, **kwargs):
+        rec = _state.recorder
+        if rec is None:
+            return orig(self, *args, **kwargs)
+        rec.store("store_begin", op, _store_key(args, kwargs), _site.fields())
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            rec.store("store_end", op, None)
+
+    wrapper.__faultline_wrapped__ = orig
+    return wrapper
+
+
+def _patch_store(module):
+    """torch.distributed.Store (every store type inherits its methods):
+    get and wait, the calls that block."""
+    store = module.Store
+    for name in ("get", "wait"):
+        _replace(store, name, lambda orig, op=name: _wrap_store_op(orig, op))
+
+
 def patch_dist(module):
     """torch.distributed: the re-exported collectives, and the C++ ones DDP's
     constructor and buffer sync call (_broadcast_coalesced, _verify_params_across_processes)."""
@@ -449,5 +486,6 @@ def patch_dist(module):
         _reexport(_c10d, module)
     _instrument.attempt("dist._broadcast_coalesced", _replace, module, "_broadcast_coalesced",
                         lambda orig: _wrap_plain(orig, "broadcast", 1, "dist._broadcast_coalesced"))
+    _instrument.attempt("dist.store", _patch_store, module)
     _instrument.attempt("dist._verify_params_across_processes", _replace, module, "_verify_params_across_processes",
                         lambda orig: _wrap_plain(orig, "verify_params", 1, "dist._verify_params_across_processes"))

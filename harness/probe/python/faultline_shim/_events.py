@@ -46,6 +46,14 @@ class Recorder:
             head += "}"
         self._write(head + "\n")
 
+    def store(self, ev, op, key, extra=""):
+        """store_begin / store_end: a blocking c10d store call (get, wait) and
+        its key; `extra` is the call site's fields (_site.fields())."""
+        head = '{"t":%d,"rank":%d,"pid":%d,"ev":"%s","op":"%s"' % (time.time_ns(), self.rank, self._pid, ev, op)
+        if key is not None:
+            head += ',"key":' + json.dumps(key, ensure_ascii=True)
+        self._write(head + extra + "}\n")
+
     def collective(self, ev, op, seq, numel, dtype, extra=""):
         """collective_begin / collective_end, formatted by hand and written
         inline: this is the per-call path (the write(2) is most of its ~3 us)."""
