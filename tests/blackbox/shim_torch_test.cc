@@ -42,7 +42,7 @@ const std::set<std::string> kPatches = {
     "dist.scatter", "dist.reduce_scatter", "dist.reduce_scatter_tensor", "dist._reduce_scatter_base",
     "dist.all_to_all", "dist.all_to_all_single", "dist.barrier", "dist.send", "dist.recv",
     "dist.init_process_group", "dist.destroy_process_group", "dist._broadcast_coalesced",
-    "dist._verify_params_across_processes", "data.dataloader", "data.distributed_sampler", "ddp.grad_allreduce",
+    "dist._verify_params_across_processes", "dist.store", "data.dataloader", "data.distributed_sampler", "ddp.grad_allreduce",
     "ddp.fingerprint", "ddp.forward", "spawn.wrap", "optim.step"};
 
 std::string env(const char* name) {
@@ -135,6 +135,9 @@ TEST_F(ShimTorch, EveryPatchAppliesAndItsEvidenceAppears) {
     EXPECT_EQ(kinds.count("fingerprint"), 6u) << "rank " << rank;
     EXPECT_EQ(kinds.count("pg_init_begin"), 1u) << "rank " << rank;
     EXPECT_EQ(kinds.count("samples"), 1u) << "rank " << rank;
+    // Each batch the DataLoader handed out: data_begin and its data_end.
+    EXPECT_GE(kinds.count("data_begin"), 8u) << "rank " << rank;
+    EXPECT_EQ(kinds.count("data_begin"), kinds.count("data_end")) << "rank " << rank;
     EXPECT_EQ(kinds.count("pg_init"), 1u) << "rank " << rank;
     EXPECT_EQ(kinds.count("pg_destroy"), 1u) << "rank " << rank;
   }
