@@ -422,9 +422,14 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
     // one that ran on none of them is said (and --strict fails) below.
     one.run.exit.strict = false;
     one.warn_unsupported = false;
-    const int s = suiteCommand(one, out, err);
-    if (s == 2) return 2;
-    status = std::max(status, s);
+    std::error_code ec;
+    if (o.catalog_keep && std::filesystem::exists(one.run.out_dir + "/report.json", ec)) {
+      out << "faultline suite: " << stack << ": kept from " << one.run.out_dir << "\n";
+    } else {
+      const int s = suiteCommand(one, out, err);
+      if (s == 2) return 2;
+      status = std::max(status, s);
+    }
     auto suite = loadSuite(launch::absolutePath(one.run.out_dir));
     if (!suite) {
       err << "faultline suite: " << suite.error().str() << "\n";
@@ -445,7 +450,7 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
   std::string generated_by = "faultline suite";
   for (const auto& p : o.paths) generated_by += " " + p;
   for (const auto& t : o.tags) generated_by += " --tag " + t;
-  generated_by += " --catalog " + o.catalog;
+  generated_by += " --catalog " + o.catalog + (o.catalog_keep ? " --keep" : "");
   if (auto w = writeFileAtomically(o.catalog, reports::failureModeCatalog(stacks, generated_by)); !w) {
     err << "faultline suite: " << w.error().str() << "\n";
     return 3;

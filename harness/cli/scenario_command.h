@@ -37,6 +37,9 @@ struct SuiteOptions {
   bool progress_tty = false;      // live display instead of plain lines
   std::string self_exe;           // the faultline binary: each scenario runs in its own process
   std::string catalog;            // set: run on every stack of `faultline stacks`, write the failure-mode catalog here
+  // With catalog: a stack whose suite under the out directory is complete
+  // (its report.json) is read again, not run again; remove one to rerun it.
+  bool catalog_keep = false;
   bool warn_unsupported = true;   // say on stderr which scenarios ran on no stack
 };
 

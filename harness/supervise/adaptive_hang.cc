@@ -94,7 +94,10 @@ std::optional<LongWait> longestWait(const CollectiveTracker& tracker, const std:
   };
   std::map<std::pair<std::string, int64_t>, Group> groups;
   for (const auto& [rank, c] : tracker.openCollectives()) {
-    if (!live.count(rank) || c.seq < 0 || !c.group.empty() || c.op == "send" || c.op == "recv") continue;
+    // A `seq` is the default group's numbering, which a group of every rank
+    // shares (DeepSpeed's data-parallel group, labelled "0,1,2"): every
+    // live rank takes part. A subgroup's calls carry none.
+    if (!live.count(rank) || c.seq < 0 || c.op == "send" || c.op == "recv") continue;
     Group& g = groups[{c.op, c.seq}];
     g.ranks.push_back(rank);
     g.last_begin = std::max(g.last_begin, c.t_ns);

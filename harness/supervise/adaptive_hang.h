@@ -83,7 +83,8 @@ struct LongWait {
 
 // The open collective whose wait is furthest past (or closest to) its
 // threshold, among those every live rank must take part in: default-group
-// collectives (a `seq`, no `group`), not send/recv; else the rendezvous,
+// collectives (a `seq`: the default group's, or a group of every rank that
+// shares its numbering), not send/recv; else the rendezvous,
 // while ranks wait in it and some live rank has not begun it. None when some
 // live rank has written no event yet or cannot be traced (a failed patch),
 // when a missing rank wrote an `error` event (it is on its way out: its exit

@@ -236,6 +236,39 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
 // first line into a pipe with no reader and died of SIGPIPE (exit 141)
 // before it ran a scenario. Its exit status must be the verdict's, and its
 // reports complete.
+// --catalog --keep: the stacks already complete under -o are read, not run
+// again; one whose directory was removed is run again; the catalog is
+// written from all of them and says --keep.
+TEST_F(ScenarioCli, CatalogKeepRerunsOnlyTheStacksWhoseRunIsGone) {
+  const fs::path scenarios = dir_ / "scenarios";
+  fs::create_directories(scenarios);
+  std::ofstream(scenarios / "clean.toml") << "name = \"clean\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\n"
+                                              "trainer = \"command\"\ncommand = [\"" FL_HOSTILE "\", \"*=ok\"]\n"
+                                              "stacks = [\"builtin\"]\nworld_size = 2\n[expect]\n\"root_cause\" = { null = true }\n";
+  const fs::path md = dir_ / "modes.md", out = dir_ / "out";
+  const std::string args = "suite " + scenarios.string() + " --catalog " + md.string() + " -j 2 -o " + out.string();
+  auto first = faultline(args, dir_ / "log1");
+  ASSERT_EQ(first.status, 0) << first.out;
+  ASSERT_TRUE(fs::exists(out / "builtin@2.13" / "report.json") || fs::exists(out / "builtin@1.13" / "report.json")) << first.out;
+  std::vector<std::string> stacks;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.is_directory()) stacks.push_back(e.path().filename().string());
+  }
+  ASSERT_FALSE(stacks.empty());
+  const std::string rerun = stacks.front();
+  fs::remove_all(out / rerun);
+  auto again = faultline(args + " --keep", dir_ / "log2");
+  ASSERT_EQ(again.status, 0) << again.out;
+  for (const std::string& st : stacks) {
+    const bool kept = again.out.find(st + ": kept from") != std::string::npos;
+    EXPECT_EQ(kept, st != rerun) << st << "\n" << again.out;
+  }
+  EXPECT_TRUE(fs::exists(out / rerun / "report.json"));
+  const std::string text = readFile(md);
+  EXPECT_NE(text.find("--keep"), std::string::npos);
+  EXPECT_NE(text.find("clean"), std::string::npos);
+}
+
 TEST_F(ScenarioCli, SuiteIntoAClosedPipeKeepsItsStatusAndReports) {
   hostileScenario("one", "\"root_cause.rank\" = 1\n");
   hostileScenario("two", "\"root_cause.rank\" = 2\n");  // wrong: rank 1 fails

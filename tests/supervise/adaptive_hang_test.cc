@@ -403,5 +403,19 @@ TEST(IdleRule, RanksWaitingInTheStoreAreJudgedAndNamed) {
   EXPECT_EQ(longestWait(t, {0, 1, 2}, 1300 * kMs, AdaptiveOptions{})->missing_in_store.count(1), 0u);
 }
 
+// DeepSpeed all-reduces its gradients on a group of every rank, numbered with
+// the default group and labelled with its ranks: a wait there is judged (it
+// was skipped as a subgroup's, and a hang under DeepSpeed waited for the
+// fixed timeout).
+TEST(IdleRule, AGroupOfEveryRankIsJudgedLikeTheDefaultGroup) {
+  CollectiveTracker t;
+  for (int r : {0, 2}) t.onLine(r, line(r, "collective_begin", "allreduce", 10, 0, ",\"group\":\"0,1,2\""));
+  t.onLine(1, line(1, "collective_end", "allreduce", 9, 0, ",\"group\":\"0,1,2\""));
+  auto w = longestWait(t, {0, 1, 2}, 1200 * kMs, AdaptiveOptions{});
+  ASSERT_TRUE(w);
+  EXPECT_EQ(w->seq, 10);
+  EXPECT_EQ(w->missing, (std::vector<int>{1}));
+}
+
 }  // namespace
 }  // namespace faultline::supervise
