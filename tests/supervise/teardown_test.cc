@@ -21,6 +21,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::hostilePath;
+using testing::startHostile;
 using testing::LeakGuard;
 using testing::readFile;
 using testing::TempDir;
@@ -87,17 +88,6 @@ class ChildrenHost : public Teardown::Host {
 
   int64_t last_exit_ns = 0;
 };
-
-pid_t startHostile(const TempDir& dir, const std::string& mode) {
-  testing::SpawnOptions o;
-  o.argv = {hostilePath(), "*=" + mode};
-  o.stdout_path = dir / ("out-" + std::to_string(::getpid()) + "-" + mode);
-  const pid_t pid = testing::spawnChild(o);
-  EXPECT_TRUE(waitFor([&] { return readFile(o.stdout_path).find("hostile rank") != std::string::npos; },
-                      testing::scaled(std::chrono::seconds(10))))
-      << mode << " never started";
-  return pid;
-}
 
 struct Fixture {
   TempDir dir;

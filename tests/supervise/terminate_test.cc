@@ -19,23 +19,11 @@ namespace {
 
 using namespace std::chrono_literals;
 using testing::hostilePath;
+using testing::startHostile;
 using testing::LeakGuard;
 using testing::readFile;
 using testing::TempDir;
 using testing::waitFor;
-
-// A hostile child in MODE, returned once it has printed its line (its signal
-// dispositions are set by then).
-pid_t startHostile(const TempDir& dir, const std::string& mode) {
-  testing::SpawnOptions o;
-  o.argv = {hostilePath(), "*=" + mode};
-  o.stdout_path = dir / ("out-" + std::to_string(::getpid()) + "-" + mode);
-  const pid_t pid = testing::spawnChild(o);
-  EXPECT_TRUE(waitFor([&] { return readFile(o.stdout_path).find("hostile rank") != std::string::npos; },
-                      testing::scaled(std::chrono::seconds(10))))
-      << mode << " never started";
-  return pid;
-}
 
 TEST(TerminateOrKill, AChildThatEndsOnSigtermIsNotKilled) {
   LeakGuard guard;
