@@ -357,7 +357,10 @@ TEST(ExecCliTrainer, HungCollectiveIsDetectedAsHangAndTornDownClean) {
   auto sup = readSupervisorRecord(out + "/supervisor.json");
   ASSERT_TRUE(sup) << sup.error().str();
   EXPECT_EQ(sup->trigger.kind, TriggerKind::kHang) << sup->trigger.detail;
-  EXPECT_NE(sup->trigger.detail.find("rank 0 in allreduce"), std::string::npos) << sup->trigger.detail;
+  // Named by the idle rule (no rhythm yet at step 3), well before --hang-timeout 5.
+  EXPECT_EQ(sup->trigger.rank, 1) << sup->trigger.detail;
+  EXPECT_NE(sup->trigger.detail.find("in allreduce seq"), std::string::npos) << sup->trigger.detail;
+  EXPECT_NE(sup->trigger.detail.find("rank 1 is not in it and idle"), std::string::npos) << sup->trigger.detail;
   auto report = readReport(out + "/report.json");
   ASSERT_TRUE(report) << report.error().str();
   EXPECT_TRUE(report->teardown.clean);
