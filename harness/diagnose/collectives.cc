@@ -43,7 +43,7 @@ std::map<int, std::map<int64_t, Call>> collect(const std::map<int, const EventLo
 }
 
 std::string ranksWord(const std::vector<int>& v) {
-  return (v.size() == 1 ? "rank " : "ranks ") + joinRanks(v, ListStyle::kAnd);
+  return ranksText(v, ListStyle::kAnd);
 }
 
 // One side: the ranks that made `call` (null: no call at that seq).

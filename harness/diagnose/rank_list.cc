@@ -14,6 +14,10 @@ std::string joinRanks(const std::vector<int>& v, ListStyle style) {
   return s;
 }
 
+std::string ranksText(const std::vector<int>& ranks, ListStyle style) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + joinRanks(ranks, style);
+}
+
 std::string rankRangeText(const std::vector<int>& ranks) {
   std::vector<int> v = ranks;
   std::sort(v.begin(), v.end());

@@ -13,6 +13,8 @@ enum class ListStyle {
 
 // The ranks in the order given, joined by `style`; "" for none.
 std::string joinRanks(const std::vector<int>& ranks, ListStyle style = ListStyle::kCommas);
+// "rank 2" / "ranks 0, 2" (`style` joining them), in the order given.
+std::string ranksText(const std::vector<int>& ranks, ListStyle style = ListStyle::kCommas);
 // "rank 2", "ranks 2-3", "ranks 0-1, 4": sorted, runs collapsed.
 std::string rankRangeText(const std::vector<int>& ranks);
 

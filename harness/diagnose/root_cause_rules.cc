@@ -446,9 +446,8 @@ std::optional<Candidate> hungRendezvous(const Analysis& a) {
     }
     c.layers = buildLayers(in, a.states.at(*c.rank));
   }
-  const std::string detail = (missing.size() == 1 ? "rank " : "ranks ") + joinRanks(missing) +
-                             " never began init_process_group while " + (waiting.size() == 1 ? "rank " : "ranks ") +
-                             joinRanks(waiting) + " waited for " + (missing.size() == 1 ? "it" : "them") +
+  const std::string detail = ranksText(missing) + " never began init_process_group while " + ranksText(waiting) +
+                             " waited for " + (missing.size() == 1 ? "it" : "them") +
                              " at the rendezvous (in the store, no collective yet)";
   c.layers.push_back({"error", detail});
   c.summary = rankPrefix(c.rank) + "rendezvous failure: " + detail + where;
@@ -513,10 +512,9 @@ std::optional<Candidate> storeWait(const Analysis& a) {
   if (first_call && !first_call->site.empty()) c.location = siteLocation(first_call->site);
   std::string calls;
   for (const auto& [call, ranks] : by_call) {
-    calls += (calls.empty() ? "" : "; ") + std::string(ranks.size() == 1 ? "rank " : "ranks ") + joinRanks(ranks) + ": " + call;
+    calls += (calls.empty() ? "" : "; ") + ranksText(ranks) + ": " + call;
   }
-  std::string detail = std::string(waiting.size() == 1 ? "rank " : "ranks ") + joinRanks(waiting) +
-                       (waiting.size() == 1 ? " waits" : " wait") + " in the c10d store, in no collective (" + calls + ")";
+  std::string detail = ranksText(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in the c10d store, in no collective (" + calls + ")";
   if (others.empty()) {
     detail += ": every rank waits there, for a key none of them sets";
   } else {

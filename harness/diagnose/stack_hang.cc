@@ -138,7 +138,6 @@ std::optional<Candidate> stackDumpHang(const Analysis& a) {
     }
     read[r] = std::move(d);
   }
-  auto ranksWord = [](const std::vector<int>& v) { return (v.size() == 1 ? "rank " : "ranks ") + joinRanks(v); };
   auto placeOf = [&](int r) -> std::string {
     const DumpReading& d = read[r];
     if (d.place == DumpPlace::kInCollective) return "waits in " + d.collective;
@@ -167,7 +166,7 @@ std::optional<Candidate> stackDumpHang(const Analysis& a) {
       lag_where = " (stack: " + where(f) + ")";
     }
     const bool gone = std::find(exited.begin(), exited.end(), lag) != exited.end();
-    const std::string detail = ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " + waits_in +
+    const std::string detail = ranksText(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in " + waits_in +
                                " (stack dumps); rank " + std::to_string(lag) +
                                (gone ? " exited cleanly without entering it" : " is not in it") +
                                (a.collective_gap.empty() ? "" : "; " + a.collective_gap);
@@ -187,10 +186,10 @@ std::optional<Candidate> stackDumpHang(const Analysis& a) {
     verdict = "stack dumps: every rank waits in a collective, none is elsewhere (a mismatch of collectives, a peer "
               "lost, or a transport that stalled)";
   } else if (!unknown.empty()) {
-    verdict = "stack dumps: ambiguous, " + ranksWord(unknown) + " cannot be read";
+    verdict = "stack dumps: ambiguous, " + ranksText(unknown) + " cannot be read";
   } else {
-    verdict = "stack dumps: ambiguous, " + ranksWord(missing) + " are all outside the collective " +
-              ranksWord(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in: one of them";
+    verdict = "stack dumps: ambiguous, " + ranksText(missing) + " are all outside the collective " +
+              ranksText(waiting) + (waiting.size() == 1 ? " waits" : " wait") + " in: one of them";
     c.kind = Kind::kHungCollective;
     c.waiting_ranks = waiting;
     c.missing_ranks = missing;

@@ -24,6 +24,12 @@
 namespace faultline::supervise {
 namespace {
 
+// The rank a directory under OUT/ranks/ is named for ("3"); none for any other name.
+std::optional<int> rankDirNumber(const std::string& name) {
+  if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  return std::atoi(name.c_str());
+}
+
 std::string outcomeText(const ProcessOutcome& o) {
   if (auto c = o.exitCode()) return "exited with code " + std::to_string(*c);
   if (auto s = o.signal()) return std::string("killed by ") + signalName(*s) + (o.coreDumped() ? " (core dumped)" : "");
@@ -459,10 +465,8 @@ void WatchLoop::onFilePoll() {
       case WatchKind::kRanksRoot: {
         std::error_code ec;
         for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
-          const std::string name = entry.path().filename().string();
-          if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos && !followers_.count(std::atoi(name.c_str()))) {
-            new_dirs.emplace_back(entry.path().string(), std::atoi(name.c_str()));
-          }
+          const auto rank = rankDirNumber(entry.path().filename().string());
+          if (rank && !followers_.count(*rank)) new_dirs.emplace_back(entry.path().string(), *rank);
         }
         break;
       }
@@ -500,8 +504,8 @@ void WatchLoop::onInotify(size_t bytes) {
         }
         break;
       case WatchKind::kRanksRoot:
-        if ((e->mask & IN_ISDIR) && !name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
-          new_dirs.emplace_back(layout_.ranksDir() + "/" + name, std::atoi(name.c_str()));
+        if (const auto rank = rankDirNumber(name); (e->mask & IN_ISDIR) && rank) {
+          new_dirs.emplace_back(layout_.ranksDir() + "/" + name, *rank);
         }
         break;
       case WatchKind::kLauncherDir:
@@ -820,11 +824,8 @@ void WatchLoop::armAdaptiveTimer() {
 void WatchLoop::onAdaptiveTimer() {
   if (stop_main_ || triggered_) return;
   std::set<int> live;
-  std::map<int, pid_t> pids;
   for (const auto& r : ranks_) {
-    if (r->finished) continue;
-    live.insert(r->rank);
-    pids[r->rank] = r->pid;
+    if (!r->finished) live.insert(r->rank);
   }
   const int64_t now = launch::realtimeNs();
   // Every rank of the world must be known: a missing rank could be one not started yet.
