@@ -118,6 +118,14 @@ std::string findTrainerDir(const std::string& self_exe) {
                                                          : bin.string();
 }
 
+std::string findLaunchScriptsDir(const std::string& self_exe) {
+  const fs::path bin = fs::path(self_exe).parent_path();
+  if (const char* v = std::getenv("FAULTLINE_LAUNCH_SCRIPTS"); v && *v) return v;
+  const std::string f = firstExisting({bin / "../../harness/launch/python/spawn_runner.py",
+                                       bin / "../share/faultline/launch/spawn_runner.py"});
+  return f.empty() ? "" : fs::path(f).parent_path().string();
+}
+
 launch::Tools findTools(const std::string& self_exe) {
   launch::Tools t;
   t.instruments = findInstruments(self_exe);
@@ -126,6 +134,7 @@ launch::Tools findTools(const std::string& self_exe) {
   t.gpus = launch::countGpus();
   t.helpers = launch::findHelperTools(launch::currentEnvironment());
   t.faultline_bin = self_exe;
+  t.launch_scripts_dir = findLaunchScriptsDir(self_exe);
   return t;
 }
 

@@ -60,6 +60,9 @@ launch::Tools findTools(const std::string& self_exe);
 // Where the reference trainers are: build/reference-trainer in the build tree,
 // else the faultline binary's own directory.
 std::string findTrainerDir(const std::string& self_exe);
+// Where the launch stage's Python programs are (the spawn stack's
+// spawn_runner.py): $FAULTLINE_LAUNCH_SCRIPTS, the build tree, or the installed share/.
+std::string findLaunchScriptsDir(const std::string& self_exe);
 
 // The black-box instruments (docs/BLACKBOX.md): FAULTLINE_SHIM_DIR and
 // FAULTLINE_PRELOAD when set (an empty value turns that one off), else next to

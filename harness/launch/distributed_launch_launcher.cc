@@ -1,5 +1,6 @@
 // The launch stack: `python -m torch.distributed.launch --use_env`, the
-// launcher torch deprecated in 2.0 (gone from newer releases).
+// launcher torch deprecated in 2.0 (gone from newer releases). It runs Python
+// trainers, and the reference trainer with --no_python.
 #include "harness/launch/elastic_launcher.h"
 
 namespace faultline::launch {
@@ -9,8 +10,9 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
  public:
   std::string name() const override { return "launch"; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (!in.python_trainer) {
-      return tl::unexpected(Unsupported{"torch.distributed.launch runs Python trainers; this scenario's trainer is not one"});
+    if (!in.python_trainer && !in.reference_trainer) {
+      return tl::unexpected(Unsupported{"torch.distributed.launch runs Python trainers and programs of the torch it "
+                                        "ships with (--no_python); this scenario's trainer is neither"});
     }
     const TorchInstall& torch = *in.torch;
     if (!torch.has_launch) return tl::unexpected(Unsupported{"torch " + torch.version + " no longer ships torch.distributed.launch"});
@@ -20,7 +22,14 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
                                     "--master_port=" + std::to_string(in.master_port)};
     // launch parses torchrun's options (1.13's launch crashes on the same defaults).
     for (const auto& f : s.stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
-    cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
+    // A Python trainer runs under launch's own interpreter (its first word goes);
+    // the reference trainer is a program of its own (--no_python).
+    if (in.reference_trainer) {
+      cmd.push_back("--no_python");
+      cmd.insert(cmd.end(), in.trainer.begin(), in.trainer.end());
+    } else {
+      cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
+    }
     return PlannedStart{cmd, 1};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {

@@ -121,6 +121,7 @@ struct PlanInput {
   std::string out_dir;                  // the run directory (for --log_dir)
   int master_port = 0;
   std::string faultline_bin;  // the faultline binary (Tools::faultline_bin); "" unknown
+  std::string launch_scripts_dir;  // Tools::launch_scripts_dir; "" not found
 };
 
 // The launcher's part of a plan: what to start.

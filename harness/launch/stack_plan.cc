@@ -164,6 +164,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   }
   if (python_trainer && torch) trainer[0] = torch->python;
   LaunchOptions& l = plan.launch;
+  for (const auto& [key, value] : s.stack.env) l.env[key] = value;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
   if (s.fault && s.fault->scripted()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
@@ -189,6 +190,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   in.out_dir = out_dir;
   in.master_port = master_port;
   in.faultline_bin = tools.faultline_bin;
+  in.launch_scripts_dir = tools.launch_scripts_dir;
   if (s.stack.nodes > 1 && !launcher->spansNodes()) {
     plan.unsupported = "scenario '" + s.name + "' spans " + std::to_string(s.stack.nodes) + " nodes; " + name.launcher +
                        " runs on one";

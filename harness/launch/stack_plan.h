@@ -25,6 +25,7 @@ struct Tools {
   int gpus = 0;                       // NVIDIA GPUs on this machine (countGpus)
   std::set<std::string> helpers;      // the stack dumpers found here (findHelperTools)
   std::string faultline_bin;          // this faultline binary (multi-node stacks run `faultline agent` on each node)
+  std::string launch_scripts_dir;     // the launch stage's own Python programs (spawn_runner.py); "" not found
 };
 
 // The NVIDIA GPUs this machine has: its /dev/nvidiaN device files.

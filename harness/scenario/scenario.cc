@@ -5,6 +5,7 @@
 #include "harness/model/torch_version.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -193,7 +194,7 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
-                 "torch", "instrument", "tools"},
+                 "torch", "instrument", "tools", "env"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -284,6 +285,24 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
       }
     } else {
       c.error(n->source(), "stack.command_on: expected a table of launcher = [\"program\", ...], got " + Checker::typeName(*n));
+    }
+  }
+  if (const toml::node* n = t.get("env")) {
+    if (const toml::table* env = n->as_table()) {
+      for (auto&& [key, value] : *env) {
+        const std::string name(key.str());
+        const bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                           std::all_of(name.begin(), name.end(), [](char ch) {
+                             return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+                           });
+        if (!valid) {
+          c.error(value.source(), "stack.env: '" + name + "' is no variable name, expected letters, digits and _");
+          continue;
+        }
+        if (auto v = c.str(*env, key.str().data(), "stack.env")) s.env[name] = *v;
+      }
+    } else {
+      c.error(n->source(), "stack.env: expected a table of NAME = \"value\", got " + Checker::typeName(*n));
     }
   }
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {

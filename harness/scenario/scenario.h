@@ -39,6 +39,10 @@ struct Stack {
     return it == command_on.end() ? command : it->second;
   }
   std::vector<std::string> args;      // extra trainer arguments
+  // [stack.env]: variables set for the whole job (the launcher and every
+  // rank), as a user sets them on the command line: TORCH_SHOW_CPP_STACKTRACES,
+  // NCCL_DEBUG. faultline's own variables are set after them.
+  std::map<std::string, std::string> env;
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
   // Multi-node stacks (slurm): the nodes the world is spread over, world_size

@@ -24,9 +24,6 @@ written the way real trainers fail, and nothing here knows about faultline:
                     job goes on); the real bug (a NameError) comes at the fault step
   user_package      the error is raised inside the user's own package, installed
                     in a site-packages directory (shardkit, beside this file)
-
-Without RANK in the environment (the spawn stack) it starts its own ranks with
-torch.multiprocessing.spawn (`--world N`, default 2).
 """
 import argparse
 import ctypes
@@ -35,18 +32,10 @@ import os
 import queue
 import signal
 import site
-import socket
 import sys
 import threading
 
-# As users do when they debug a C++ error from torch (the symbolizer of
-# torch 2.x would otherwise take seconds per exception).
-if "--shape" in sys.argv and sys.argv[sys.argv.index("--shape") + 1] == "c10":
-    os.environ.setdefault("TORCH_SHOW_CPP_STACKTRACES", "1")
-    os.environ.setdefault("TORCH_DISABLE_ADDR2LINE", "1")
-
 import torch  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 from torch.utils.data import DataLoader, Dataset, DistributedSampler  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -65,7 +54,6 @@ def parse_args():
     p.add_argument("--fault-rank", type=int, default=1)
     p.add_argument("--fault-step", type=int, default=3)
     p.add_argument("--steps", type=int, default=6)
-    p.add_argument("--world", type=int, default=2)
     return p.parse_known_args()[0]
 
 
@@ -196,15 +184,7 @@ def run_rank(rank, world, args):
 
 def main():
     args = parse_args()
-    if "RANK" in os.environ:
-        run_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
-        return
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if "MASTER_PORT" not in os.environ:
-        with socket.socket() as s:  # a port that is free now, for the children's store
-            s.bind(("127.0.0.1", 0))
-            os.environ["MASTER_PORT"] = str(s.getsockname()[1])
-    mp.spawn(run_rank, args=(args.world, args), nprocs=args.world, join=True)
+    run_rank(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), args)
 
 
 if __name__ == "__main__":
