@@ -248,6 +248,9 @@ LauncherLog parseLauncherLog(std::string_view text) {
   if (log.wrapper && !log.wrapper->type.empty() && !isLauncherWrapperType(log.wrapper->type)) {
     log.launcher_crashed = true;
   }
+  // spawn's own report names the process whose failure it re-raised
+  // (ProcessRaisedException, ProcessExitedException): its index, the rank.
+  if (log.spawn_rank && !log.claimed_root_rank) log.claimed_root_rank = log.spawn_rank;
   return log;
 }
 

@@ -37,7 +37,9 @@ struct LauncherLog {
   // is not a rank's), e.g. ChildFailedError or AttributeError in to_map.
   std::optional<PyTraceback> wrapper;
   std::vector<LauncherFailure> failures;       // "Failures:" and "Root Cause" entries
-  std::optional<int> claimed_root_rank;         // what torchrun (or srun: its first failed task) says; never trusted
+  // What torchrun says (srun: its first failed task; spawn: the process its
+  // exception names); never trusted.
+  std::optional<int> claimed_root_rank;
   // srun's "srun: error: NODE: task N: Exited with exit code C" / "...: Killed"
   // lines, in order: the first is the task it saw fail first.
   std::vector<int> srun_failed_tasks;

@@ -46,6 +46,9 @@ class SpawnLauncher final : public ObservedLauncher {
     if (in.reference_trainer) {
       return tl::unexpected(Unsupported{"spawn runs a Python function in each child; the reference trainer is a C++ program"});
     }
+    if (!in.scenario->stack.instrument) {
+      return tl::unexpected(Unsupported{"spawn's children carry no RANK: uninstrumented, faultline cannot tell its ranks apart"});
+    }
     if (in.scenario->stack.launcher == name()) return PlannedStart{in.trainer, 1};
     if (!in.python_trainer) {
       return tl::unexpected(Unsupported{"spawn runs Python functions; this scenario's trainer is not a Python program"});

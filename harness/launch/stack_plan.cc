@@ -143,6 +143,10 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.torch = torch->version;
     series = torch->series;
   }
+  if (auto why = s.stack.unsupported_on.find(name.launcher); why != s.stack.unsupported_on.end()) {
+    plan.unsupported = why->second;
+    return plan;
+  }
   const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
   if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& e) { return admits(e, name, series); })) {
     std::string list;

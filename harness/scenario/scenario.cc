@@ -194,7 +194,7 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
-                 "torch", "instrument", "tools", "env"},
+                 "torch", "instrument", "tools", "env", "unsupported_on"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -305,6 +305,23 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
       c.error(n->source(), "stack.env: expected a table of NAME = \"value\", got " + Checker::typeName(*n));
     }
   }
+  if (const toml::node* n = t.get("unsupported_on")) {
+    if (const toml::table* on = n->as_table()) {
+      for (auto&& [key, value] : *on) {
+        const std::string launcher(key.str());
+        if (!isStackLauncher(launcher)) {
+          c.error(value.source(), "stack.unsupported_on." + launcher + ": unknown launcher '" + launcher + "', expected " +
+                                      stackLauncherList());
+          continue;
+        }
+        auto why = c.str(*on, key.str().data(), "stack.unsupported_on");
+        if (why && why->empty()) c.error(value.source(), "stack.unsupported_on." + launcher + ": expected why, got \"\"");
+        if (why && !why->empty()) s.unsupported_on[launcher] = *why;
+      }
+    } else {
+      c.error(n->source(), "stack.unsupported_on: expected a table of launcher = \"why\", got " + Checker::typeName(*n));
+    }
+  }
   if (s.trainer == "command" && s.command.empty() && !c.failed()) {
     c.error(t.source(), "[stack]: trainer = \"command\" needs command = [\"program\", ...]");
   }
@@ -412,6 +429,11 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s) {
   std::string why;
   bool only_torch = true;
   for (const auto& e : entries) {
+    if (auto off = s.unsupported_on.find(e.substr(0, e.find('@'))); off != s.unsupported_on.end()) {
+      why += (why.empty() ? "" : "; ") + e + ": " + off->second;
+      only_torch = false;
+      continue;
+    }
     const auto no = neverRunsOn(e, s);
     if (!no) return;
     why += (why.empty() ? "" : "; ") + no->why;
@@ -424,8 +446,8 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s) {
   const std::string key = at == t.get("torch") ? "stack.torch" : at == t.get("stacks") ? "stack.stacks"
                         : at == t.get("launcher") ? "stack.launcher" : "[stack]";
   c.error(at->source(), key + ": no stack can run this scenario (" + why +
-                            "), expected a stack that can: trainer = \"command\" for spawn and external, "
-                            "a Python trainer for launch, torch bounds that admit a version");
+                            "), expected a stack that can: trainer = \"command\" for external, "
+                            "a Python trainer for spawn and the frameworks, torch bounds that admit a version");
 }
 
 // fault.inject: the interposer's own parser decides, so a scenario and

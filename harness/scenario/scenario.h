@@ -50,6 +50,9 @@ struct Stack {
   int nodes = 1;
   int gpus = 0;                       // GPUs the scenario needs on the machine (one per rank for NCCL); 0: none
   std::vector<std::string> stacks;    // launchers this scenario applies to ("torchrun", "spawn@2.13"); empty: its own only
+  // [stack.unsupported_on]: launchers where the fault cannot happen as
+  // written, and why in a few words (the cell's reason in the catalog).
+  std::map<std::string, std::string> unsupported_on;
   std::string torch;                  // the torch versions it applies to (">=2.0", "<2"); "" any
   std::vector<VersionBound> torch_bounds;  // `torch`, parsed
   // false: run as faultline cannot instrument it, as --no-instrument does (no

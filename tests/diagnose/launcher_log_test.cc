@@ -103,6 +103,8 @@ TEST(LauncherLog, SpawnProcessRaisedException) {
   ASSERT_TRUE(log.wrapper);
   EXPECT_EQ(log.wrapper->shortType(), "ProcessRaisedException");
   EXPECT_FALSE(log.launcher_crashed);
+  // spawn's own report blames the process it names, judged like torchrun's Root Cause.
+  EXPECT_EQ(log.claimed_root_rank, 1);
 }
 
 TEST(LauncherLog, SpawnProcessExitedWithSignal) {
@@ -117,6 +119,7 @@ TEST(LauncherLog, SpawnProcessExitedWithSignal) {
   ASSERT_TRUE(log.spawn_rank);
   EXPECT_EQ(*log.spawn_rank, 1);
   EXPECT_EQ(log.spawn_signal, "SIGSEGV");
+  EXPECT_EQ(log.claimed_root_rank, 1);
 }
 
 TEST(LauncherLog, CalledProcessErrorIsAWrapper) {

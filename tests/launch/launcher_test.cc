@@ -65,8 +65,10 @@ TEST(LauncherPlans, EachStackPlansItsCommandLine) {
   const auto py = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\", \"launch\", \"spawn\", \"external\"]\n"
                         "trainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\nargs = [\"--x\"]\nworld_size = 3\n");
   const Strings logs = {"--redirects", "2", "--tee", "2", "--log_dir", "/out/launcher/logs"};
+  Tools tools = twoTorches();
+  tools.launch_scripts_dir = launchScriptsDir();
   auto plan = [&](const scenario::Scenario& s, const std::string& stack) {
-    auto p = planStack(s, stack, twoTorches(), "/out", 29500, "/sc");
+    auto p = planStack(s, stack, tools, "/out", 29500, "/sc");
     EXPECT_FALSE(p.unsupported) << stack << ": " << p.unsupported.value_or("");
     return p;
   };
@@ -89,27 +91,31 @@ TEST(LauncherPlans, EachStackPlansItsCommandLine) {
   EXPECT_EQ(launch.launch.command, want);
   auto spawn = plan(py, "spawn@2.13");
   EXPECT_EQ(spawn.launch.launcher, "spawn");
-  EXPECT_EQ(spawn.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
+  // spawn runs the per-rank script as the spawned function, through its runner.
+  EXPECT_EQ(spawn.launch.command, (Strings{"/opt/t2/bin/python", tools.launch_scripts_dir + "/spawn_runner.py", "--nprocs",
+                                           "3", "--port", "29500", "/t.py", "--x"}));
   auto external = plan(py, "external");
   EXPECT_EQ(external.stack, "external");
   EXPECT_EQ(external.launch.launcher, "external");
   EXPECT_EQ(external.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
 
-  // The reference trainer: torchrun runs it with --no_python; spawn, launch
+  // The reference trainer: torchrun and launch run it with --no_python; spawn
   // and external cannot run it.
   const auto ref = parse("launcher = \"torchrun\"\nstacks = [\"torchrun\", \"launch\", \"spawn\", \"external\"]\nworld_size = 2\n");
   auto ref_torchrun = plan(ref, "torchrun@1.13");
   ASSERT_GE(ref_torchrun.launch.command.size(), 2u);
   EXPECT_EQ(ref_torchrun.launch.command[ref_torchrun.launch.command.size() - 2], "--no_python");
   EXPECT_EQ(ref_torchrun.launch.command.back(), "/b/faultline-trainer-torch1.13");
-  for (const char* stack : {"launch", "spawn", "external"}) {
-    auto p = planStack(ref, stack, twoTorches(), "/out", 29500, "/sc");
+  auto ref_launch = plan(ref, "launch@1.13");
+  ASSERT_GE(ref_launch.launch.command.size(), 2u);
+  EXPECT_EQ(ref_launch.launch.command[ref_launch.launch.command.size() - 2], "--no_python");
+  EXPECT_EQ(ref_launch.launch.command.back(), "/b/faultline-trainer-torch1.13");
+  for (const char* stack : {"spawn", "external"}) {
+    auto p = planStack(ref, stack, tools, "/out", 29500, "/sc");
     ASSERT_TRUE(p.unsupported) << stack;
   }
-  EXPECT_EQ(*planStack(ref, "spawn", twoTorches(), "/out", 1, "/sc").unsupported,
-            "the spawn stack runs a command that launches itself; the reference trainer needs a launcher");
-  EXPECT_EQ(*planStack(ref, "launch", twoTorches(), "/out", 1, "/sc").unsupported,
-            "torch.distributed.launch runs Python trainers; this scenario's trainer is not one");
+  EXPECT_EQ(*planStack(ref, "spawn", tools, "/out", 1, "/sc").unsupported,
+            "spawn runs a Python function in each child; the reference trainer is a C++ program");
 }
 
 // `faultline stacks` lists what each launcher offers, per install, newest first.

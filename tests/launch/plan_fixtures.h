@@ -2,6 +2,8 @@
 // them, and a scenario from its [stack] table.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -16,6 +18,15 @@ inline Tools twoTorches() {
   t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
   t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
   return t;
+}
+
+// A directory holding the launch stage's scripts (an empty spawn_runner.py:
+// planning only checks that it is there).
+inline std::string launchScriptsDir() {
+  const std::string dir = testing::TempDir() + "launch_scripts";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/spawn_runner.py") << "";
+  return dir;
 }
 
 inline scenario::Scenario parse(const std::string& stack_table) {

@@ -59,7 +59,10 @@ TEST(StackPlan, BareNameTakesTheNewestTorchAndAVersionPicksItsOwn) {
   auto builtin = planStack(s, "builtin@2.13", twoTorches(), "/out", 1, "/sc");
   ASSERT_FALSE(builtin.unsupported) << *builtin.unsupported;
   EXPECT_EQ(builtin.launch.command.front(), "/opt/t2/bin/python");
-  auto spawn = planStack(s, "spawn@1.13", twoTorches(), "/out", 1, "/sc");
+  Tools with_runner = twoTorches();
+  with_runner.launch_scripts_dir = launchScriptsDir();
+  auto spawn = planStack(s, "spawn@1.13", with_runner, "/out", 1, "/sc");
+  ASSERT_FALSE(spawn.unsupported) << *spawn.unsupported;
   EXPECT_EQ(spawn.launch.command.front(), "/usr/bin/python3");
   auto missing = planStack(s, "torchrun@2.9", twoTorches(), "/out", 1, "/sc");
   ASSERT_TRUE(missing.unsupported);
@@ -261,6 +264,65 @@ TEST(StackPlan, AFaultGoesToTheLayerThatStrikesIt) {
                              "builtin", twoTorches(), "/out", 29500, "/scenarios");
   EXPECT_EQ(reference.launch.env.count("FAULTLINE_FAULT"), 0u);
   EXPECT_EQ(std::count(reference.launch.command.begin(), reference.launch.command.end(), "--fault"), 1);
+}
+
+}  // namespace
+}  // namespace faultline::launch
+
+namespace faultline::launch {
+namespace {
+
+// Issue 31: spawn runs a function, so a trainer script written for torchrun
+// runs as the spawned function through the stack's runner.
+TEST(SpawnPlan, APerRankScriptRunsThroughTheRunnerAProgramWrittenForSpawnRunsItself) {
+  Tools t = twoTorches();
+  t.launch_scripts_dir = launchScriptsDir();
+  const auto per_rank = parse("launcher = \"builtin\"\ntrainer = \"command\"\ncommand = [\"python3\", \"-u\", \"/t.py\"]\n"
+                              "args = [\"--steps\", \"3\"]\nworld_size = 3\nstacks = [\"builtin\", \"spawn\"]");
+  auto plan = planStack(per_rank, "spawn@1.13", t, "/o", 4711, "/s");
+  ASSERT_FALSE(plan.unsupported) << *plan.unsupported;
+  EXPECT_EQ(plan.launch.command, (std::vector<std::string>{"/usr/bin/python3", "-u", t.launch_scripts_dir + "/spawn_runner.py",
+                                                           "--nprocs", "3", "--port", "4711", "/t.py", "--steps", "3"}));
+  const auto own = parse("launcher = \"spawn\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/spawns.py\"]");
+  EXPECT_EQ(planStack(own, "spawn@1.13", t, "/o", 4711, "/s").launch.command,
+            (std::vector<std::string>{"/usr/bin/python3", "/spawns.py"}));
+  // Said precisely where it cannot run.
+  const auto reference = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"spawn\"]");
+  EXPECT_EQ(planStack(reference, "spawn", t, "/o", 1, "/s").unsupported,
+            "spawn runs a Python function in each child; the reference trainer is a C++ program");
+  const auto code = parse("launcher = \"builtin\"\ntrainer = \"command\"\ncommand = [\"python3\", \"-c\", \"pass\"]\n"
+                          "stacks = [\"builtin\", \"spawn\"]");
+  EXPECT_EQ(planStack(code, "spawn", t, "/o", 1, "/s").unsupported,
+            "the trainer is `python -c` code; the spawn stack runs a script or a module as each rank");
+  t.launch_scripts_dir.clear();
+  EXPECT_EQ(planStack(per_rank, "spawn", t, "/o", 1, "/s").unsupported,
+            "the spawn runner (spawn_runner.py) was not found beside faultline; set FAULTLINE_LAUNCH_SCRIPTS to its directory");
+}
+
+TEST(LaunchPlan, TheReferenceTrainerRunsWithNoPython) {
+  const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"launch\"]\nworld_size = 2");
+  auto plan = planStack(s, "launch@1.13", twoTorches(), "/o", 4711, "/s");
+  ASSERT_FALSE(plan.unsupported) << *plan.unsupported;
+  const auto& c = plan.launch.command;
+  auto np = std::find(c.begin(), c.end(), "--no_python");
+  ASSERT_NE(np, c.end());
+  EXPECT_EQ(*(np + 1), "/b/faultline-trainer-torch1.13");
+  EXPECT_EQ(c[0], "/usr/bin/python3");
+}
+
+TEST(StackPlan, AStackTheScenarioSaysItCannotRunOnIsUnsupportedWithItsReason) {
+  const auto s = parse("launcher = \"builtin\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
+                       "stacks = [\"builtin\"]\n[stack.unsupported_on]\nspawn = \"one program parses its arguments\"");
+  EXPECT_EQ(planStack(s, "spawn@2.13", twoTorches(), "/o", 1, "/s").unsupported, "one program parses its arguments");
+  EXPECT_EQ(planStack(s, "launch@2.13", twoTorches(), "/o", 1, "/s").unsupported,
+            "scenario 'x' applies to the stacks builtin, not launch@2.13");
+}
+
+TEST(StackPlan, TheScenariosEnvironmentIsTheJobs) {
+  const auto s = parse("launcher = \"builtin\"\n[stack.env]\nTORCH_SHOW_CPP_STACKTRACES = \"1\"\nNCCL_DEBUG = \"INFO\"");
+  auto plan = planStack(s, "builtin", twoTorches(), "/o", 1, "/s");
+  EXPECT_EQ(plan.launch.env.at("TORCH_SHOW_CPP_STACKTRACES"), "1");
+  EXPECT_EQ(plan.launch.env.at("NCCL_DEBUG"), "INFO");
 }
 
 }  // namespace

@@ -153,7 +153,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect, expect_on");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
@@ -286,14 +286,14 @@ TEST(ScenarioErrors, ImpossibleValues) {
 // (exit 0); by construction it is bad input, whatever is installed.
 TEST(ScenarioErrors, NoStackCanEverRunIt) {
   const std::string expect = "[expect]\n\"verdict\" = \"pass\"\n";
-  const std::string tail = "), expected a stack that can: trainer = \"command\" for spawn and external, a Python trainer "
-                           "for launch, torch bounds that admit a version";
+  const std::string tail = "), expected a stack that can: trainer = \"command\" for external, a Python trainer "
+                           "for spawn and the frameworks, torch bounds that admit a version";
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"external\"\ncommand = [\"torchrun\"]\n" + expect),
             "s.toml:3:12: stack.launcher: no stack can run this scenario (external runs stack.command itself, and the "
             "reference trainer needs a launcher" + tail);
-  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"spawn\", \"launch@2.13\"]\n" + expect),
-            "s.toml:3:10: stack.stacks: no stack can run this scenario (spawn runs stack.command itself, and the "
-            "reference trainer needs a launcher; launch@2.13 runs Python trainers only" + tail);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"spawn\", \"lightning@2.6\"]\n" + expect),
+            "s.toml:3:10: stack.stacks: no stack can run this scenario (spawn runs Python trainers only; lightning@2.6 "
+            "runs Python trainers only" + tail);
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \">=2.0,<2.0\"\n" + expect),
             "s.toml:3:9: stack.torch: no stack can run this scenario (torch >=2.0,<2.0 admits no version" + tail);
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"torchrun@1.13\"]\ntorch = \">=2\"\n" + expect),
@@ -565,6 +565,35 @@ TEST(ScenarioParse, NodeFaultsThatCannotBeAreErrorsAtTheirKey) {
   // world_size not a multiple of nodes.
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 3\nnodes = 2\n" + expect),
             "s.toml:4:9: stack.nodes: world_size 3 is not a multiple of 2 nodes, expected world_size = nodes x ranks per node");
+}
+
+}  // namespace
+}  // namespace faultline::scenario
+
+namespace faultline::scenario {
+namespace {
+
+// Issue 31: the job's environment, and why a stack cannot run a scenario, in the scenario file.
+TEST(ScenarioStack, EnvAndUnsupportedOnAreReadAndCheckedWithTheirLine) {
+  auto s = parseScenarioText("name = \"x\"\n[stack]\nstacks = [\"builtin\", \"torchrun\"]\n[stack.env]\nNCCL_DEBUG = \"INFO\"\n"
+                             "[stack.unsupported_on]\nspawn = \"no rank starts to fail\"\n[expect]\n\"verdict\" = \"pass\"\n",
+                             "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->stack.env.at("NCCL_DEBUG"), "INFO");
+  EXPECT_EQ(s->stack.unsupported_on.at("spawn"), "no rank starts to fail");
+  const std::string expect = "[expect]\n\"verdict\" = \"pass\"\n";
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack.env]\n\"A-B\" = \"1\"\n" + expect),
+            "s.toml:3:9: stack.env: 'A-B' is no variable name, expected letters, digits and _");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack.unsupported_on]\nmpirun = \"why\"\n" + expect).rfind(
+                "s.toml:3:10: stack.unsupported_on.mpirun: unknown launcher 'mpirun', expected ", 0),
+            0u);
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack.unsupported_on]\nspawn = \"\"\n" + expect),
+            "s.toml:3:9: stack.unsupported_on.spawn: expected why, got \"\"");
+  // Every stack it lists is one it cannot run on: bad input, with each reason.
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"spawn\"\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\n"
+                    "[stack.unsupported_on]\nspawn = \"no reason to\"\n" + expect)
+                .rfind("s.toml:3:12: stack.launcher: no stack can run this scenario (spawn: no reason to), ", 0),
+            0u);
 }
 
 }  // namespace
