@@ -10,6 +10,7 @@
 
 #include "harness/model/atomic_file.h"
 #include "reports/finding_fixes.h"
+#include "reports/html_page.h"
 #include "reports/render.h"
 #include "reports/xml_text.h"
 
@@ -22,7 +23,6 @@ h1{font-size:20px;margin:0 0 4px} h2{font-size:16px;margin:24px 0 8px}
 .verdict{display:inline-block;padding:2px 8px;border-radius:4px;font-weight:600;color:#fff}
 .v-pass,.v-clean{background:#1a7f37}.v-fail,.v-error,.v-diagnosed{background:#cf222e}
 .v-unresolved,.v-incomplete{background:#9a6700}.v-unsupported{background:#6e7781}
-.cell .headline{font-size:12px;max-width:260px}.cell .own{font-size:11px;color:#57606a}
 .cause{border-left:4px solid #cf222e;background:#fff5f5;padding:8px 12px;margin:12px 0;font-size:16px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
 pre{background:#f6f8fa;padding:8px;overflow:auto;max-height:320px;font-size:12px}
@@ -33,10 +33,6 @@ a.evidence{margin-right:12px;font-size:13px}
 </style>)";
 
 std::string e(const std::string& s) { return escapeXml(s); }
-
-std::string verdictBadge(Verdict v) {
-  return "<span class=\"verdict v-" + verdictName(v) + "\">" + verdictName(v) + "</span>";
-}
 
 // How each kind of timeline mark is drawn: colour, shape, legend text.
 struct MarkStyle {
@@ -416,68 +412,22 @@ std::string body(const Report& r) {
   return o.str();
 }
 
-std::string page(const std::string& title, const std::string& content) {
-  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><meta http-equiv=\"Content-Security-Policy\" "
-         "content=\"default-src 'none'; style-src 'unsafe-inline'\"/><title>" +
-         e(title) + "</title>" + kStyle + "</head><body>\n" + content + "</body></html>\n";
-}
-
-
-// What the stack itself said about the run: its launcher's exit and whom it blamed.
-std::string stackOwnVerdict(const Report& r) {
-  const auto& l = r.launcher;
-  if (!l.exit_code && !l.signal) return "";
-  std::string t = "launcher: " + (l.signal ? *l.signal : "exit " + std::to_string(*l.exit_code));
-  if (l.blamed_rank) {
-    t += ", blamed rank " + std::to_string(*l.blamed_rank);
-    if (l.blamed_correctly) t += *l.blamed_correctly ? " (right)" : " (wrong)";
-  }
-  return t;
-}
-
 }  // namespace
 
-std::string htmlForRun(const Report& r) {
-  return page("faultline: " + (r.scenario ? r.scenario->name : std::string("exec")), body(r));
+std::string htmlPage(const std::string& title, const std::string& content, const std::string& extra_style) {
+  std::string style = kStyle;
+  if (!extra_style.empty()) style.insert(style.rfind("</style>"), extra_style);
+  return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><meta http-equiv=\"Content-Security-Policy\" "
+         "content=\"default-src 'none'; style-src 'unsafe-inline'\"/><title>" +
+         e(title) + "</title>" + style + "</head><body>\n" + content + "</body></html>\n";
 }
 
-std::string htmlForSuite(const Suite& s) {
-  std::ostringstream o;
-  std::map<std::string, int> counts;
-  for (const auto& x : s.entries) ++counts[verdictName(x.report.verdict)];
-  o << "<h1>faultline suite</h1><div id=\"counts\">";
-  for (const auto& [v, n] : counts) o << "<span class=\"verdict v-" << v << "\">" << v << ": " << n << "</span> ";
-  o << " wall " << static_cast<double>(s.wall_ms) / 1000.0 << " s</div>\n";
-  // The matrix: one row per scenario, one column per stack, in first-seen order.
-  std::vector<std::string> names, stacks;
-  std::map<std::pair<std::string, std::string>, const SuiteEntry*> cell;
-  for (const auto& x : s.entries) {
-    if (std::find(names.begin(), names.end(), x.name) == names.end()) names.push_back(x.name);
-    if (std::find(stacks.begin(), stacks.end(), x.stack) == stacks.end()) stacks.push_back(x.stack);
-    cell[{x.name, x.stack}] = &x;
-  }
-  o << "<table id=\"matrix\"><tr><th>scenario \\ stack</th>";
-  for (const auto& st : stacks) o << "<th>" << e(st.empty() ? "(own)" : st) << "</th>";
-  o << "</tr>\n";
-  for (const auto& name : names) {
-    o << "<tr><th class=\"scenario\">" << e(name) << "</th>";
-    for (const auto& st : stacks) {
-      auto it = cell.find({name, st});
-      if (it == cell.end()) {
-        o << "<td class=\"none\">—</td>";
-        continue;
-      }
-      const SuiteEntry& x = *it->second;
-      const std::string own = stackOwnVerdict(x.report);
-      o << "<td class=\"cell\"><a href=\"" << e(urlPath(x.run_dir)) << "/report.html\">"
-        << verdictBadge(x.report.verdict) << "</a><div class=\"headline\">" << e(headline(x.report)) << "</div>";
-      if (!own.empty()) o << "<div class=\"own\">" << e(own) << "</div>";
-      o << "</td>";
-    }
-    o << "</tr>\n";
-  }
-  o << "</table>\n";
-  return page("faultline suite", o.str());
+std::string verdictBadge(Verdict v) {
+  return "<span class=\"verdict v-" + verdictName(v) + "\">" + verdictName(v) + "</span>";
+}
+
+std::string htmlForRun(const Report& r) {
+  return htmlPage("faultline: " + (r.scenario ? r.scenario->name : std::string("exec")), body(r));
 }
 
 Result<void> renderRun(const Report& r, const std::string& run_dir) {

@@ -19,6 +19,7 @@ struct SuiteEntry {
   std::string stack;
   std::string run_dir;  // relative to the suite directory
   Report report;
+  std::vector<std::string> tags;  // the scenario's: the suite page filters its rows by them
 };
 
 struct Suite {

@@ -376,7 +376,8 @@ nlohmann::json suiteJson(const Suite& s) {
                        {"expectations_failed", failed},
                        {"teardown_clean", e.report.teardown.clean},
                        {"teardown_ms", e.report.teardown.duration_ms},
-                       {"wall_ms", e.report.harness.wall_ms}});
+                       {"wall_ms", e.report.harness.wall_ms},
+                       {"tags", e.tags}});
   }
   return {{"schema", "faultline.suite/1"}, {"scenarios", entries}, {"counts", counts}, {"wall_ms", s.wall_ms}};
 }

@@ -1,6 +1,8 @@
 // XML/HTML escaping.
 #include "reports/xml_text.h"
 
+#include <vector>
+
 #include "harness/model/utf8.h"
 
 namespace faultline::reports {
@@ -95,6 +97,19 @@ std::string utf8Tail(const std::string& s, size_t max_bytes) {
   // Skip continuation bytes (10xxxxxx): at most three belong to the cut character.
   for (int k = 0; k < 3 && start < s.size() && (static_cast<unsigned char>(s[start]) & 0xc0) == 0x80; ++k) ++start;
   return s.substr(start);
+}
+
+std::string shortLine(const std::string& s, size_t max_chars) {
+  const std::string line = stripForbidden(s.substr(0, s.find('\n')));
+  // stripForbidden leaves well-formed UTF-8: a character starts at each byte
+  // that is not a continuation byte (10xxxxxx).
+  std::vector<size_t> starts;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xc0) != 0x80) starts.push_back(i);
+  }
+  if (starts.size() <= max_chars) return line;
+  if (max_chars == 0) return "";
+  return line.substr(0, starts[max_chars - 1]) + "\u2026";
 }
 
 }  // namespace faultline::reports

@@ -21,5 +21,9 @@ std::string markdownCell(const std::string& s);
 std::string urlPath(const std::string& path);
 // At most the last `max_bytes` of `s`, starting on a UTF-8 character boundary.
 std::string utf8Tail(const std::string& s, size_t max_bytes);
+// The first line of `s` (stripForbidden) cut to at most `max_chars`
+// characters, "…" ending a cut one: a matrix cell's one line, never a
+// paragraph and never half a UTF-8 character.
+std::string shortLine(const std::string& s, size_t max_chars);
 
 }  // namespace faultline::reports

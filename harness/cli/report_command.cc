@@ -64,6 +64,13 @@ Result<reports::Suite> loadSuite(const std::string& dir) {
     entry.name = e.value("name", "");
     entry.stack = e.value("stack", "");
     entry.run_dir = e.value("run_dir", "");
+    // Tags only filter the suite page: a suite report without them (an older
+    // faultline's) or with something else there renders without the filter.
+    if (const auto tags = e.find("tags"); tags != e.end() && tags->is_array()) {
+      for (const auto& t : *tags) {
+        if (t.is_string()) entry.tags.push_back(t.get<std::string>());
+      }
+    }
     // Re-rendering writes into each run directory: a hostile suite report
     // must not steer those writes (or the reads before them) out of DIR.
     if (!isPlainRelativeDir(entry.run_dir)) {

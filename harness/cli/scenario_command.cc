@@ -350,6 +350,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     const scenario::Scenario& s = *selected[i];
     reports::SuiteEntry entry;
     entry.name = s.name;
+    entry.tags = s.tags;
     entry.run_dir = fs::path(dirs[i]).filename().string();
     auto r = readReport(RunLayout(dirs[i]).reportPath());
     if (r) {

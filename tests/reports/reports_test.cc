@@ -245,6 +245,9 @@ TEST(Suite, JsonCountsAndHeadlines) {
   EXPECT_EQ(j["counts"]["pass"], 1);
   EXPECT_EQ(j["scenarios"][0]["root_cause_rank"], 1);
   EXPECT_EQ(j["scenarios"][0]["expectations_failed"], 2);
+  EXPECT_EQ(j["scenarios"][0]["tags"], nlohmann::json::array());
+  s.entries[0].tags = {"hang", "core"};
+  EXPECT_EQ(suiteJson(s)["scenarios"][0]["tags"], (nlohmann::json{"hang", "core"}));
 }
 
 TEST(Catalog, ComparesWhatEachStackBlamed) {
@@ -261,7 +264,84 @@ TEST(Catalog, ComparesWhatEachStackBlamed) {
   EXPECT_NE(md.find("exit 1, blamed rank 0 (**wrong**)"), std::string::npos);
   EXPECT_NE(md.find("**1 survivor(s)**"), std::string::npos);
   EXPECT_EQ(md.find("<script>"), std::string::npos);
-  EXPECT_NE(md.find("| torchrun | 1 | 0 | 1 | 0 | 0 |"), std::string::npos);
+  EXPECT_NE(md.find("| torchrun | 1 | 0 | 1 | 0 | 0 | 0/1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| builtin | 1 | 0 | 1 | 0 | 0 | – |"), std::string::npos) << "faultline's own launcher has no own report";
+}
+
+// Three stacks: two GPU scenarios nowhere, one scenario on builtin only, one everywhere.
+std::vector<std::pair<std::string, Suite>> unsupportedCatalog() {
+  const std::vector<std::string> stacks = {"builtin@2.13", "torchrun@2.13", "launch@2.13"};
+  std::vector<std::pair<std::string, Suite>> out;
+  for (const auto& stack : stacks) {
+    Suite s;
+    for (const std::string gpu : {"gpu-cuda-oom", "gpu-device-assert"}) {
+      Report r;
+      r.stack.launcher = stack;
+      r.verdict = Verdict::kUnsupported;
+      r.problems.unsupported_reason = "scenario '" + gpu + "' needs 1 GPU(s), this machine has 0 (no /dev/nvidiaN)";
+      s.entries.push_back({gpu, stack, gpu, r});
+    }
+    Report only = hostileReport();
+    only.stack.launcher = stack;
+    if (stack != "builtin@2.13") {
+      only.verdict = Verdict::kUnsupported;
+      only.problems.unsupported_reason = "scenario 'only-builtin' applies to the stacks builtin, not " + stack;
+    }
+    s.entries.push_back({"only-builtin", stack, "only-builtin", only});
+    Report odd = hostileReport();
+    odd.stack.launcher = stack;
+    if (stack == "launch@2.13") {
+      odd.verdict = Verdict::kUnsupported;
+      odd.problems.unsupported_reason = "launch cannot <script>|x|</script> [link](javascript:1)";
+    } else if (stack == "torchrun@2.13") {
+      odd.launcher.exit_code = 1;
+      odd.launcher.blamed_rank = 1;
+      odd.launcher.blamed_correctly = true;
+    }
+    s.entries.push_back({"odd", stack, "odd", odd});
+    out.emplace_back(stack, s);
+  }
+  return out;
+}
+
+TEST(Catalog, UnsupportedCellsAreADotAndTheirReasonsAListedOnce) {
+  const std::string md = failureModeCatalog(unsupportedCatalog(), "faultline suite --catalog x.md");
+  EXPECT_NE(md.find("| gpu-cuda-oom | · | · | · |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| only-builtin | fail | · | · |\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("| odd | fail | fail ✓ | · |\n"), std::string::npos) << md;
+  // The matrix never says "unsupported"; the detail table still does.
+  const std::string matrix = md.substr(md.find("| scenario | builtin@2.13"), md.find("\n\n", md.find("| scenario | builtin@2.13")) - md.find("| scenario | builtin@2.13"));
+  EXPECT_EQ(matrix.find("unsupported"), std::string::npos) << matrix;
+  EXPECT_NE(md.find("| gpu-cuda-oom | launch@2.13 | unsupported |"), std::string::npos);
+  // Each reason once, sorted, without "scenario 'NAME' " or ", not STACK".
+  const std::string list =
+      "### Unsupported cells and why\n\n"
+      "- applies to the stacks builtin: only-builtin on torchrun@2.13, launch@2.13\n"
+      "- launch cannot &lt;script&gt;\\|x\\|&lt;/script&gt; \\[link\\](javascript:1): odd on launch@2.13\n"
+      "- needs 1 GPU(s), this machine has 0 (no /dev/nvidiaN): gpu-cuda-oom, gpu-device-assert on every stack\n\n";
+  EXPECT_NE(md.find(list), std::string::npos) << md;
+  EXPECT_EQ(md.find("<script>"), std::string::npos);
+  // Below the matrix, above the detail table.
+  EXPECT_LT(md.find("| gpu-cuda-oom | · |"), md.find(list));
+  EXPECT_LT(md.find(list), md.find("| scenario | stack | verdict |"));
+  // Totals: the stack's own report right over the cells it could be checked on.
+  EXPECT_NE(md.find("| stack | scenarios | pass | fail | unsupported | other | own report right | wall |"), std::string::npos);
+  EXPECT_NE(md.find("| torchrun@2.13 | 4 | 0 | 1 | 3 | 0 | 1/1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| launch@2.13 | 4 | 0 | 0 | 4 | 0 | – |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| builtin@2.13 | 4 | 0 | 2 | 2 | 0 | – |"), std::string::npos) << md;
+  // Deterministic: the same input, the same text.
+  EXPECT_EQ(md, failureModeCatalog(unsupportedCatalog(), "faultline suite --catalog x.md"));
+}
+
+TEST(Catalog, ScenariosOnDifferentStacksShareTheirReasonsLine) {
+  auto stacks = unsupportedCatalog();
+  // gpu-device-assert now runs on builtin: same reason, two groups of stacks.
+  stacks[0].second.entries[1].report = hostileReport();
+  const std::string md = failureModeCatalog(stacks, "x");
+  EXPECT_NE(md.find("- needs 1 GPU(s), this machine has 0 (no /dev/nvidiaN): gpu-cuda-oom on every stack; "
+                    "gpu-device-assert on torchrun@2.13, launch@2.13\n"),
+            std::string::npos)
+      << md;
 }
 
 // --- security: every trainer-controlled field, every hostile string ------------
@@ -379,6 +459,228 @@ TEST(XmlText, MarkdownCellNeutralisesTableAndLinkSyntax) {
   EXPECT_EQ(markdownCell("[x](javascript:alert(1))"), "\\[x\\](javascript:alert(1))");
   EXPECT_EQ(markdownCell("\\|"), "\\\\\\|");
   EXPECT_EQ(markdownCell("<b>`c`</b>\x01\r"), "&lt;b&gt;'c'&lt;/b&gt; ");
+}
+
+// --- the suite's matrix (index.html) ---------------------------------------------
+
+const std::string kHostileName = "<script>alert('x')</script> \"q\" & 'a'";
+
+Report withVerdict(Verdict v) {
+  Report r = hostileReport();
+  r.verdict = v;
+  return r;
+}
+
+Report unsupportedReport(const std::string& why) {
+  Report r;
+  r.verdict = Verdict::kUnsupported;
+  r.problems.unsupported_reason = why;
+  return r;
+}
+
+// Two stacks, three scenarios: every kind of cell and both answers of the
+// stack's own report; the hostile text in a scenario, a tag and a reason.
+Suite matrixSuite() {
+  Suite s;
+  Report pass = withVerdict(Verdict::kPass);
+  pass.launcher.exit_code = 1;
+  pass.launcher.blamed_rank = 1;
+  pass.launcher.blamed_correctly = true;
+  Report fail = withVerdict(Verdict::kFail);
+  fail.launcher.exit_code = 1;
+  fail.launcher.blamed_rank = 0;
+  fail.launcher.blamed_correctly = false;
+  s.entries = {{"alpha", "torchrun@2.13", "t/alpha", pass, {"hang", "core"}},
+               {"alpha", "launch@2.13", "l/alpha", fail, {"hang", "core"}},
+               {"beta", "torchrun@2.13", "t/beta", unsupportedReport("scenario 'beta' needs 1 GPU(s) " + kHostileName), {"gpu"}},
+               {"beta", "launch@2.13", "l/beta", withVerdict(Verdict::kError), {"gpu"}},
+               {kHostileName, "torchrun@2.13", "t/h", withVerdict(Verdict::kUnresolved), {kHostileName}}};
+  return s;
+}
+
+struct SuitePage {
+  std::string html;
+  pugi::xml_document doc;
+  explicit SuitePage(const Suite& s) : html(htmlForSuite(s)) {
+    const auto parsed = doc.load_string(html.substr(html.find("<html")).c_str());
+    EXPECT_TRUE(parsed) << parsed.description();
+  }
+  // The cell of a scenario (row) on the stack in column `c`.
+  pugi::xml_node cell(const std::string& scenario, int c) const {
+    for (auto tr : doc.select_nodes("//table[@id='matrix']/tr")) {
+      if (std::string(tr.node().child("th").child_value()) != scenario) continue;
+      return tr.node().find_child([&](pugi::xml_node n) {
+        return std::string(n.name()) == "td" && (" " + std::string(n.attribute("class").value()) + " ").find(" c" + std::to_string(c) + " ") != std::string::npos;
+      });
+    }
+    return {};
+  }
+  static std::string text(pugi::xml_node n) {
+    std::string out;
+    for (auto t : n.select_nodes(".//text()")) out += t.node().value();
+    return out;
+  }
+};
+
+TEST(Suite, EachCellIsAMarkAndAtMostOneShortLine) {
+  const SuitePage p(matrixSuite());
+  // Pass: ✓, the headline cut to one short line, the whole of it on hover.
+  const auto pass = p.cell("alpha", 0);
+  ASSERT_TRUE(pass);
+  EXPECT_STREQ(pass.select_node(".//span[contains(@class,'verdict')]").node().child_value(), "\u2713");
+  EXPECT_STREQ(pass.select_node(".//span[contains(@class,'verdict')]").node().attribute("title").value(), "pass");
+  EXPECT_EQ(std::string(pass.child("a").attribute("href").value()), "t/alpha/report.html");
+  const std::string line = pass.select_node("div[@class='line']").node().child_value();
+  const std::string cause = headline(matrixSuite().entries[0].report);
+  EXPECT_EQ(line.rfind("rank 1: NameError: <script>alert(1)</script>", 0), 0u) << line;
+  EXPECT_EQ(line, shortLine(cause, 80));
+  EXPECT_EQ(pass.select_nodes("div").size(), 1u);
+  EXPECT_EQ(pass.select_node("div[@class='line']").node().attribute("title").value(), shortLine(cause, 600));
+  // Fail: ✗ and what differs from the expectation (the first failed one, not the unresolved).
+  const auto fail = p.cell("alpha", 1);
+  EXPECT_STREQ(fail.select_node(".//span[contains(@class,'verdict')]").node().child_value(), "\u2717");
+  const std::string differs = fail.select_node("div[@class='line']").node().child_value();
+  EXPECT_EQ(differs.rfind("root_cause.kind: expected \"python_exception\", got \"<script>", 0), 0u) << differs;
+  // Error and another verdict.
+  EXPECT_STREQ(p.cell("beta", 1).select_node(".//span[contains(@class,'verdict')]").node().child_value(), "!");
+  EXPECT_STREQ(p.cell(kHostileName, 0).select_node(".//span[contains(@class,'verdict')]").node().child_value(), "\u2026");
+  // Every cell keeps its verdict's colour class and links to its run.
+  EXPECT_TRUE(p.cell("beta", 1).select_node(".//span[contains(@class,'v-error')]"));
+  EXPECT_EQ(p.doc.select_nodes("//td[contains(@class,'cell')]/a[substring(@href, string-length(@href) - 11) = '/report.html']").size(), 5u);
+}
+
+TEST(Suite, CutLinesAreShortAndEndWithAnEllipsis) {
+  Suite s;
+  Report r = withVerdict(Verdict::kPass);
+  r.root_cause->summary = std::string(200, 'x') + "\u00e9\u00e9\u00e9\nsecond line";
+  s.entries = {{"long", "builtin", "long", r}};
+  const SuitePage p(s);
+  const std::string line = p.cell("long", 0).select_node("div[@class='line']").node().child_value();
+  EXPECT_EQ(line, std::string(79, 'x') + "\u2026");
+  EXPECT_EQ(p.html.find("second line"), std::string::npos);
+}
+
+TEST(Suite, UnsupportedCellSaysWhyOnlyOnHover) {
+  const SuitePage p(matrixSuite());
+  const auto cell = p.cell("beta", 0);
+  ASSERT_TRUE(cell);
+  const auto mark = cell.select_node(".//span[contains(@class,'verdict')]").node();
+  EXPECT_STREQ(mark.attribute("class").value(), "verdict v-unsupported blank");
+  EXPECT_EQ(std::string(mark.attribute("title").value()), "unsupported: scenario 'beta' needs 1 GPU(s) " + kHostileName);
+  EXPECT_EQ(SuitePage::text(cell), "\u2013") << "no visible reason";
+  EXPECT_FALSE(cell.select_node("div"));
+  EXPECT_TRUE(cell.child("a")) << "the run's report is still a click away";
+}
+
+TEST(Suite, StacksOwnReportIsATinyMarkWithItsSentenceOnHover) {
+  const SuitePage p(matrixSuite());
+  const auto right = p.cell("alpha", 0).child("sup");
+  EXPECT_STREQ(right.attribute("class").value(), "own own-right");
+  EXPECT_STREQ(right.child_value(), "\u2713");
+  EXPECT_STREQ(right.attribute("title").value(), "stack's own report: launcher: exit 1, blamed rank 1 (right)");
+  const auto wrong = p.cell("alpha", 1).child("sup");
+  EXPECT_STREQ(wrong.attribute("class").value(), "own own-wrong");
+  EXPECT_STREQ(wrong.child_value(), "\u2717");
+  EXPECT_FALSE(p.cell("beta", 0).child("sup")) << "no launcher ran";
+  EXPECT_EQ(p.html.find("launcher: exit 1, blamed rank 1 (right)</div>"), std::string::npos) << "a line of text";
+}
+
+TEST(Suite, TotalsRowCountsVerdictsAndOwnReportRightPerStack) {
+  const SuitePage p(matrixSuite());
+  const auto totals = p.doc.select_node("//table[@id='matrix']/tr[@class='totals']").node();
+  ASSERT_TRUE(totals);
+  EXPECT_EQ(SuitePage::text(totals.select_node("td[contains(@class,'c0')]").node()),
+            "1 pass \u00b7 0 fail \u00b7 1 unsupported \u00b7 1 otherown report right 1/1");
+  EXPECT_EQ(SuitePage::text(totals.select_node("td[contains(@class,'c1')]").node()),
+            "0 pass \u00b7 1 fail \u00b7 0 unsupported \u00b7 1 otherown report right 0/1");
+  Suite none;
+  none.entries = {{"a", "builtin", "a", withVerdict(Verdict::kPass)}};
+  const SuitePage q(none);
+  EXPECT_EQ(SuitePage::text(q.doc.select_node("//tr[@class='totals']/td").node()),
+            "1 pass \u00b7 0 fail \u00b7 0 unsupportedown report right n/a");
+}
+
+TEST(Suite, FiltersByStackAndTagAreRadioButtonsAndCssOnly) {
+  const SuitePage p(matrixSuite());
+  const std::string style = p.doc.select_node("//head/style").node().child_value();
+  // Stacks by their column index, "all" checked at first.
+  EXPECT_STREQ(p.doc.select_node("//input[@id='st-all']").node().attribute("checked").value(), "checked");
+  const std::vector<std::string> stacks = {"torchrun@2.13", "launch@2.13"};
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    const std::string id = "st-" + std::to_string(i);
+    const auto input = p.doc.select_node(("//input[@id='" + id + "']").c_str()).node();
+    EXPECT_STREQ(input.attribute("type").value(), "radio");
+    EXPECT_STREQ(input.attribute("name").value(), "stack");
+    EXPECT_EQ(std::string(p.doc.select_node(("//label[@for='" + id + "']").c_str()).node().child_value()), stacks[i]);
+    const std::string rule = "#" + id + ":checked ~ table .c:not(.c" + std::to_string(i) + "){display:none}";
+    EXPECT_NE(style.find(rule), std::string::npos) << rule << "\n" << style;
+  }
+  // Tags sorted, by index; each row carries its tags' classes.
+  const std::vector<std::string> tags = {kHostileName, "core", "gpu", "hang"};
+  EXPECT_TRUE(p.doc.select_node("//input[@id='tg-all'][@name='tag'][@checked='checked']"));
+  for (size_t i = 0; i < tags.size(); ++i) {
+    const std::string id = "tg-" + std::to_string(i);
+    EXPECT_TRUE(p.doc.select_node(("//input[@id='" + id + "'][@type='radio'][@name='tag']").c_str())) << id;
+    EXPECT_EQ(std::string(p.doc.select_node(("//label[@for='" + id + "']").c_str()).node().child_value()), tags[i]);
+    const std::string rule = "#" + id + ":checked ~ table tr.r:not(.t" + std::to_string(i) + "){display:none}";
+    EXPECT_NE(style.find(rule), std::string::npos) << rule;
+  }
+  EXPECT_TRUE(p.doc.select_node("//tr[@class='r t1 t3'][th='alpha']"));
+  EXPECT_TRUE(p.doc.select_node("//tr[@class='r t2'][th='beta']"));
+  // The inputs come before the table: CSS's `~` reaches later siblings only.
+  const auto table = p.doc.select_node("//table[@id='matrix']").node();
+  EXPECT_EQ(p.doc.select_nodes("//table[@id='matrix']/preceding-sibling::input").size(), 2u + 1 + 4 + 1);
+  EXPECT_EQ(table.parent(), p.doc.select_node("//input[@id='st-0']").node().parent());
+  // No name reaches the stylesheet; no script anywhere, and the CSP forbids one.
+  EXPECT_EQ(style.find("script"), std::string::npos) << style;
+  EXPECT_EQ(style.find("torchrun"), std::string::npos);
+  EXPECT_EQ(p.html.find("<script"), std::string::npos);
+  EXPECT_NE(p.html.find("content=\"default-src 'none'; style-src 'unsafe-inline'\""), std::string::npos);
+  // A suite without tags has no tag filter.
+  Suite untagged;
+  untagged.entries = {{"a", "builtin", "a", withVerdict(Verdict::kPass)}};
+  EXPECT_EQ(htmlForSuite(untagged).find("name=\"tag\""), std::string::npos);
+}
+
+TEST(Suite, PageHasOnlyItsOwnMarkupForHostileNamesTagsAndReasons) {
+  Suite s = matrixSuite();
+  s.entries.push_back({allHostile(), allHostile(), "x", hostileEverywhere(), {allHostile()}});
+  s.entries.push_back({"u", allHostile(), "u", unsupportedReport(allHostile()), {allHostile()}});
+  const SuitePage p(s);
+  EXPECT_TRUE(strictUtf8(p.html));
+  EXPECT_TRUE(xmlCharsOnly(p.html));
+  const std::set<std::string> allowed = {"html", "head", "meta", "title", "style", "body", "h1", "div", "span", "table",
+                                         "tr", "td", "th", "a", "sup", "input", "label"};
+  std::function<void(pugi::xml_node)> walk = [&](pugi::xml_node n) {
+    for (auto c : n.children()) {
+      if (c.type() != pugi::node_element) continue;
+      EXPECT_TRUE(allowed.count(c.name())) << "element <" << c.name() << "> in the page";
+      for (auto a : c.attributes()) {
+        EXPECT_NE(std::string(a.name()).rfind("on", 0), 0u) << "attribute " << a.name() << " on <" << c.name() << ">";
+        EXPECT_NE(std::string(a.name()), "style") << "on <" << c.name() << ">";
+      }
+      walk(c);
+    }
+  };
+  walk(p.doc);
+  EXPECT_EQ(p.doc.select_nodes("//style").size(), 1u);
+  EXPECT_EQ(p.html.find("<script"), std::string::npos);
+  EXPECT_EQ(p.html.find("<img"), std::string::npos);
+  // Names and tags are text: a label holds the tag as written.
+  EXPECT_TRUE(p.doc.select_node("//label[@for='tg-0']"));
+  bool found = false;
+  for (auto l : p.doc.select_nodes("//label")) found = found || std::string(l.node().child_value()) == kHostileName;
+  EXPECT_TRUE(found);
+  const std::string line = SuitePage::text(p.cell(kHostileName, 0).select_node("div").node());
+  EXPECT_EQ(line.rfind("rank 1: NameError: <script>", 0), 0u) << line;
+}
+
+TEST(XmlText, ShortLineCutsOnACharacterWithAnEllipsis) {
+  EXPECT_EQ(shortLine("short", 80), "short");
+  EXPECT_EQ(shortLine("first\nsecond", 80), "first");
+  EXPECT_EQ(shortLine("\u00e9\u00e9\u00e9\u00e9", 3), "\u00e9\u00e9\u2026");
+  EXPECT_EQ(shortLine("\u00e9\u00e9\u00e9", 3), "\u00e9\u00e9\u00e9");
+  EXPECT_EQ(shortLine("ab\x01\xff", 80), "ab\ufffd");
 }
 
 TEST(Security, HtmlHasOnlyItsOwnMarkupForEveryHostileField) {

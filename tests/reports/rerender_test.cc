@@ -224,6 +224,27 @@ TEST_F(ReRender, ExecWritesReportJsonOncePerRun) {
   EXPECT_EQ(after_rank, 1) << readFile(dir_ / "trace");
 }
 
+TEST_F(ReRender, SuiteTagsAreReadBackForTheTagFilter) {
+  // A suite's report.json keeps each scenario's tags, so a re-rendered
+  // index.html filters by them as the first one did; anything but a string
+  // there is skipped, and a suite without tags renders without the filter.
+  writeHostileReport();
+  for (const auto& [tags, labels] : std::vector<std::pair<nlohmann::json, std::vector<std::string>>>{
+           {{"hang", 7, "core", nullptr}, {"core", "hang"}}, {"not a list", {}}, {nullptr, {}}}) {
+    nlohmann::json entry = {{"name", "x"}, {"stack", "builtin"}, {"run_dir", "run"}};
+    if (!tags.is_null()) entry["tags"] = tags;
+    std::ofstream(dir_ / "report.json") << nlohmann::json{{"schema", "faultline.suite/1"}, {"scenarios", {entry}}, {"wall_ms", 1}}.dump();
+    ASSERT_EQ(run({FL_FAULTLINE, "report", dir_.string()}, dir_ / "log"), 0) << readFile(dir_ / "log");
+    const std::string html = readFile(dir_ / "index.html");
+    for (size_t i = 0; i < labels.size(); ++i) {
+      EXPECT_NE(html.find("<label for=\"tg-" + std::to_string(i) + "\">" + labels[i] + "</label>"), std::string::npos) << html;
+    }
+    EXPECT_EQ(html.find("name=\"tag\"") != std::string::npos, !labels.empty()) << tags.dump();
+    const auto rewritten = nlohmann::json::parse(readFile(dir_ / "report.json"));
+    EXPECT_EQ(rewritten["scenarios"][0]["tags"], (tags.is_array() ? nlohmann::json{"hang", "core"} : nlohmann::json::array()));
+  }
+}
+
 TEST_F(ReRender, SuiteRunDirectoriesCannotLeaveTheSuite) {
   // A suite report.json pointing a run directory outside the suite: refused
   // (exit 2) before anything is read there or written.
