@@ -171,7 +171,8 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     addLibraryPaths(so, s.library_paths, dirOf(s.file));
     addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
     auto record = superviseStack(so, err);
-    const std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
+    std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
+    expectations.insert(expectations.end(), plan.implied_expect.begin(), plan.implied_expect.end());
     if (!record) {
       report = assemble::harnessErrorReport(plan.stack, plan.launch.command, record.error(), msSince(t0));
     } else {

@@ -200,6 +200,22 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
                        " runs on one";
     return plan;
   }
+  // A scenario written for one node, on a stack that spans nodes, runs spread
+  // over two: n1 the first half of the ranks, n2 the rest, so every trainer
+  // fault is also met as on a cluster, and its root cause must name the node.
+  scenario::Scenario spread;
+  if (s.stack.nodes <= 1 && launcher->spansNodes()) {
+    if (s.stack.world_size % kSpreadNodes != 0) {
+      plan.unsupported = "scenario '" + s.name + "' has " + std::to_string(s.stack.world_size) + " rank(s), which do not split over " +
+                         std::to_string(kSpreadNodes) + " nodes";
+      return plan;
+    }
+    spread = s;
+    spread.stack.nodes = kSpreadNodes;
+    in.scenario = &spread;
+    plan.spread_nodes = kSpreadNodes;
+    plan.implied_expect = nodeExpectations(s.expectationsOn(name.launcher), s.stack.world_size / kSpreadNodes);
+  }
   auto planned = launcher->plan(in);
   if (!planned) {
     plan.unsupported = planned.error().reason;
@@ -210,6 +226,25 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
   return plan;
+}
+
+std::vector<scenario::Expect> nodeExpectations(const std::vector<scenario::Expect>& expect, int ranks_per_node) {
+  std::vector<scenario::Expect> out;
+  const auto names = [](const scenario::Expect& e, const char* path) { return e.path == path; };
+  if (ranks_per_node < 1 || std::any_of(expect.begin(), expect.end(), [&](const auto& e) { return names(e, "root_cause.node"); })) {
+    return out;
+  }
+  for (const auto& e : expect) {
+    if (!names(e, "root_cause.rank") || e.op != scenario::MatchOp::kEquals || !e.value.is_number_integer()) continue;
+    const int rank = e.value.get<int>();
+    if (rank < 0) continue;
+    scenario::Expect node;
+    node.path = "root_cause.node";
+    node.value = "n" + std::to_string(rank / ranks_per_node + 1);
+    node.pos = e.pos;
+    out.push_back(std::move(node));
+  }
+  return out;
 }
 
 RequestedFault requestedFault(const probe::FaultSpec& spec, probe::FaultLayer layer) {

@@ -325,5 +325,48 @@ TEST(StackPlan, TheScenariosEnvironmentIsTheJobs) {
   EXPECT_EQ(plan.launch.env.at("NCCL_DEBUG"), "INFO");
 }
 
+TEST(StackPlan, AOneNodeScenarioOnAMultiNodeStackIsSpreadOverTwoNodes) {
+  const auto s = parse(
+      "launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun-multinode\"]\nworld_size = 4\n"
+      "[expect_on.torchrun-multinode]\n\"root_cause.rank\" = 3");
+  auto plan = planStack(s, "torchrun-multinode@2.13", twoTorches(), "/o", 1, "/s");
+  EXPECT_EQ(plan.spread_nodes, 2);
+  ASSERT_EQ(plan.implied_expect.size(), 1u);
+  EXPECT_EQ(plan.implied_expect[0].path, "root_cause.node");
+  EXPECT_EQ(plan.implied_expect[0].value, "n2") << "rank 3 of 2 nodes x 2 ranks";
+  if (!plan.unsupported) {  // torchrun-multinode plans only where it can make network namespaces
+    const auto& c = plan.launch.command;
+    EXPECT_NE(std::find(c.begin(), c.end(), "--nnodes=2"), c.end());
+    EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=2"), c.end());
+  }
+  // On a one-node stack it runs as written.
+  EXPECT_EQ(planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s").spread_nodes, 0);
+  EXPECT_TRUE(planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s").implied_expect.empty());
+}
+
+TEST(StackPlan, AnOddWorldDoesNotSplitOverTwoNodes) {
+  const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"slurm\"]\nworld_size = 3");
+  EXPECT_EQ(planStack(s, "slurm@2.13", twoTorches(), "/o", 1, "/s").unsupported,
+            "scenario 'x' has 3 rank(s), which do not split over 2 nodes");
+}
+
+TEST(NodeExpectations, TheRootCausesRankNamesItsNode) {
+  auto expect = [](const std::string& path, nlohmann::json v, scenario::MatchOp op = scenario::MatchOp::kEquals) {
+    scenario::Expect e;
+    e.path = path;
+    e.value = std::move(v);
+    e.op = op;
+    return e;
+  };
+  const auto one = nodeExpectations({expect("root_cause.rank", 1), expect("ranks[0].role", "collateral")}, 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].value, "n2");
+  EXPECT_EQ(nodeExpectations({expect("root_cause.rank", 1)}, 2)[0].value, "n1");
+  // A bound, a set of ranks or a node the scenario names itself: nothing implied.
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", {0, 1}, scenario::MatchOp::kIn)}, 2).empty());
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", 3), expect("root_cause.node", "n1")}, 2).empty());
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", nullptr, scenario::MatchOp::kNull)}, 2).empty());
+}
+
 }  // namespace
 }  // namespace faultline::launch
