@@ -13,6 +13,7 @@
 #include "harness/diagnose/native_error.h"
 #include "harness/diagnose/rank_log.h"
 #include "harness/diagnose/text.h"
+#include "harness/model/node_layout.h"
 #include "harness/model/outcome.h"
 #include "harness/model/run_layout.h"
 
@@ -295,7 +296,7 @@ void addFlightRecorder(RunInput& in, const std::string& dir) {
 namespace {
 
 // The global rank of local rank LOCAL on a node: its agent's rank_start
-// (which carries LOCAL_RANK), else node nK's place (K-1) x (ranks per node).
+// (which carries LOCAL_RANK), else its place in the nodes' layout (node_layout.h).
 std::optional<int> globalRankOf(const RunInput& in, const NodeInput& node, int local, int nodes) {
   for (const auto& [r, on] : node.ranks) {
     if (on.local_rank && *on.local_rank == local) return r;
@@ -303,11 +304,10 @@ std::optional<int> globalRankOf(const RunInput& in, const NodeInput& node, int l
   const std::string& name = node.name;
   const bool numbered = name.size() > 1 && name[0] == 'n' &&
                         std::all_of(name.begin() + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!numbered || nodes < 1 || in.world_size <= 0 || in.world_size % nodes != 0) return std::nullopt;
-  const int k = std::atoi(name.c_str() + 1);
-  const int per_node = in.world_size / nodes;
-  if (k < 1 || k > nodes || local < 0 || local >= per_node) return std::nullopt;
-  return (k - 1) * per_node + local;
+  if (!numbered || nodes < 1 || in.world_size <= 0) return std::nullopt;
+  const int rank = globalRank(std::atoi(name.c_str() + 1), local, ranksPerNode(in.world_size, nodes));
+  if (rank < 0) return std::nullopt;
+  return rank;
 }
 
 // torchrun-multinode's nodes n2.. log their ranks in OUT/nodes/NAME/logs, by

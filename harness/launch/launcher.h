@@ -39,6 +39,9 @@ struct LaunchOptions {
   // Extra environment for every process of the run: each rank (builtin), or
   // the launcher, whose children inherit it (external). E.g. FAULTLINE_INJECT.
   Environment env;
+  // Multi-node stacks whose nodes do not all run the same number of ranks: the
+  // ranks of each node, n1 first (node_layout.h); empty: the same on each.
+  std::vector<int> node_procs;
 };
 
 // Sets each variable of `extra` in a "KEY=VALUE" list, replacing any earlier value.
@@ -128,7 +131,8 @@ struct PlanInput {
 struct PlannedStart {
   std::vector<std::string> command;
   int nproc = 1;
-  Environment env;  // added to the run's environment (LaunchOptions::env): what the launcher reads there
+  Environment env{};  // added to the run's environment (LaunchOptions::env): what the launcher reads there
+  std::vector<int> node_procs{};  // LaunchOptions::node_procs
 };
 
 // A stack of this launcher as `faultline stacks` offers it.

@@ -13,6 +13,7 @@
 
 #include "harness/launch/clock.h"
 #include "harness/launch/observed_launcher.h"
+#include "harness/model/node_layout.h"
 
 namespace faultline::launch {
 namespace {
@@ -98,7 +99,8 @@ class SlurmLauncher final : public ObservedLauncher {
   // The task directories exist before the tasks start: srun writes each
   // task's output into its OUT/ranks/R/.
   int ranksKnownUpFront(const LaunchOptions& opts) const override {
-    return flagInt(opts.command, "--nodes") * flagInt(opts.command, "--ntasks-per-node");
+    const int ntasks = flagInt(opts.command, "--ntasks");
+    return ntasks > 0 ? ntasks : flagInt(opts.command, "--nodes") * flagInt(opts.command, "--ntasks-per-node");
   }
 
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
@@ -106,14 +108,23 @@ class SlurmLauncher final : public ObservedLauncher {
     if (auto problem = clusterProblem(); !problem.empty()) return tl::unexpected(Unsupported{problem});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = s.stack.nodes;
-    const int per_node = s.stack.world_size / nodes;
+    const std::vector<int> per_node = ranksPerNode(s.stack.world_size, nodes);
+    if (per_node.empty() || per_node.back() < 1) {
+      return tl::unexpected(Unsupported{std::to_string(s.stack.world_size) + " rank(s) cannot fill " + std::to_string(nodes) + " nodes"});
+    }
+    // The same count on every node, or the whole world in srun's default block
+    // distribution: consecutive tasks on a node, the first nodes one task
+    // more (node_layout.h).
+    const std::string tasks = per_node.front() == per_node.back()
+                                  ? "--ntasks-per-node=" + std::to_string(per_node.front())
+                                  : "--ntasks=" + std::to_string(s.stack.world_size);
     const std::string ranks = in.out_dir + "/ranks/%t/";
     // MASTER_ADDR: every node of this cluster is this machine; on a real
     // cluster it is the first node of the allocation (docs/MULTINODE.md).
     std::vector<std::string> cmd = {"srun",
                                     "--partition=" + partition(),
                                     "--nodes=" + std::to_string(nodes),
-                                    "--ntasks-per-node=" + std::to_string(per_node),
+                                    tasks,
                                     "--kill-on-bad-exit=1",
                                     "--job-name=faultline",
                                     "--export=ALL,MASTER_ADDR=127.0.0.1,MASTER_PORT=" + std::to_string(in.master_port),

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "harness/launch/stacks.h"
+#include "harness/model/node_layout.h"
 #include "harness/model/torch_version.h"
 
 namespace faultline::launch {
@@ -201,12 +202,12 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     return plan;
   }
   // A scenario written for one node, on a stack that spans nodes, runs spread
-  // over two: n1 the first half of the ranks, n2 the rest, so every trainer
-  // fault is also met as on a cluster, and its root cause must name the node.
+  // over two (3 ranks: n1 ranks 0-1, n2 rank 2), so every trainer fault is
+  // also met as on a cluster, and its root cause must name the node.
   scenario::Scenario spread;
   if (s.stack.nodes <= 1 && launcher->spansNodes()) {
-    if (s.stack.world_size % kSpreadNodes != 0) {
-      plan.unsupported = "scenario '" + s.name + "' has " + std::to_string(s.stack.world_size) + " rank(s), which do not split over " +
+    if (s.stack.world_size < kSpreadNodes) {
+      plan.unsupported = "scenario '" + s.name + "' has " + std::to_string(s.stack.world_size) + " rank, too few for " +
                          std::to_string(kSpreadNodes) + " nodes";
       return plan;
     }
@@ -214,7 +215,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     spread.stack.nodes = kSpreadNodes;
     in.scenario = &spread;
     plan.spread_nodes = kSpreadNodes;
-    plan.implied_expect = nodeExpectations(s.expectationsOn(name.launcher), s.stack.world_size / kSpreadNodes);
+    plan.implied_expect = nodeExpectations(s.expectationsOn(name.launcher), ranksPerNode(s.stack.world_size, kSpreadNodes));
   }
   auto planned = launcher->plan(in);
   if (!planned) {
@@ -225,22 +226,23 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   for (const auto& [key, value] : planned->env) l.env[key] = value;
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
+  l.node_procs = std::move(planned->node_procs);
   return plan;
 }
 
-std::vector<scenario::Expect> nodeExpectations(const std::vector<scenario::Expect>& expect, int ranks_per_node) {
+std::vector<scenario::Expect> nodeExpectations(const std::vector<scenario::Expect>& expect, const std::vector<int>& per_node) {
   std::vector<scenario::Expect> out;
   const auto names = [](const scenario::Expect& e, const char* path) { return e.path == path; };
-  if (ranks_per_node < 1 || std::any_of(expect.begin(), expect.end(), [&](const auto& e) { return names(e, "root_cause.node"); })) {
+  if (std::any_of(expect.begin(), expect.end(), [&](const auto& e) { return names(e, "root_cause.node"); })) {
     return out;
   }
   for (const auto& e : expect) {
     if (!names(e, "root_cause.rank") || e.op != scenario::MatchOp::kEquals || !e.value.is_number_integer()) continue;
-    const int rank = e.value.get<int>();
-    if (rank < 0) continue;
+    const int k = nodeOfRank(e.value.get<int>(), per_node);
+    if (k < 1) continue;
     scenario::Expect node;
     node.path = "root_cause.node";
-    node.value = "n" + std::to_string(rank / ranks_per_node + 1);
+    node.value = "n" + std::to_string(k);
     node.pos = e.pos;
     out.push_back(std::move(node));
   }

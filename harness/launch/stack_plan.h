@@ -41,8 +41,9 @@ struct StackPlan {
   std::vector<RequestedFault> requested_faults;
   std::optional<std::string> unsupported;  // set: do not run, report unsupported with this reason
   // A one-node scenario on a stack that spans nodes runs over this many
-  // (kSpreadNodes; 0: as written), and is judged by these too: the root cause
-  // names the node of the rank the scenario expects (nodeExpectations).
+  // (kSpreadNodes, its ranks laid out as node_layout.h says; 0: as written),
+  // and is judged by these too: the root cause names the node of the rank the
+  // scenario expects (nodeExpectations).
   int spread_nodes = 0;
   std::vector<scenario::Expect> implied_expect;
 };
@@ -51,9 +52,9 @@ struct StackPlan {
 inline constexpr int kSpreadNodes = 2;
 
 // For each `root_cause.rank = R` among `expect`: `root_cause.node = nK`, the
-// node holding rank R when each node runs `ranks_per_node` consecutive ranks.
-// None where `expect` already names the root cause's node.
-std::vector<scenario::Expect> nodeExpectations(const std::vector<scenario::Expect>& expect, int ranks_per_node);
+// node holding rank R when node k runs `per_node[k-1]` consecutive ranks
+// (node_layout.h). None where `expect` already names the root cause's node.
+std::vector<scenario::Expect> nodeExpectations(const std::vector<scenario::Expect>& expect, const std::vector<int>& per_node);
 
 // A fault a run asks for, struck by `layer`, as supervisor.json records it.
 RequestedFault requestedFault(const probe::FaultSpec& spec, probe::FaultLayer layer);

@@ -18,6 +18,7 @@
 #include "harness/launch/elastic_launcher.h"
 #include "harness/launch/netns.h"
 #include "harness/model/atomic_file.h"
+#include "harness/model/node_layout.h"
 
 namespace faultline::launch {
 namespace {
@@ -53,15 +54,18 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
     if (auto why = networkProblem(); !why.empty()) return tl::unexpected(Unsupported{why});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = std::max(s.stack.nodes, 1);
-    if (s.stack.world_size % nodes != 0) {
-      return tl::unexpected(Unsupported{"world_size " + std::to_string(s.stack.world_size) + " is not a multiple of " +
-                                        std::to_string(nodes) + " nodes"});
+    const std::vector<int> per_node = ranksPerNode(s.stack.world_size, nodes);
+    if (per_node.empty() || per_node.back() < 1) {
+      return tl::unexpected(Unsupported{std::to_string(s.stack.world_size) + " rank(s) cannot fill " + std::to_string(nodes) + " nodes"});
     }
-    // What every node runs; start() adds each node's --node_rank and --master_addr.
-    auto cmd = torchrunCommand(in, {"--nnodes=" + std::to_string(nodes),
-                                    "--nproc_per_node=" + std::to_string(s.stack.world_size / nodes)});
+    // What every node runs; start() adds each node's --node_rank and
+    // --master_addr, and its own --nproc_per_node where the nodes differ
+    // (torchrun's rendezvous numbers the ranks node by node).
+    auto cmd = torchrunCommand(in, {"--nnodes=" + std::to_string(nodes), "--nproc_per_node=" + std::to_string(per_node.front())});
     if (!cmd) return tl::unexpected(cmd.error());
-    return PlannedStart{*cmd, 1};
+    PlannedStart planned{*cmd, 1, {}, {}};
+    if (per_node.front() != per_node.back()) planned.node_procs = per_node;
+    return planned;
   }
 
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
@@ -117,7 +121,12 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
     cmd.push_back(t.front());
     cmd.push_back("--node_rank=" + std::to_string(k));
     cmd.push_back("--master_addr=" + net.nodes.front().addr);
+    const bool own_nproc = static_cast<size_t>(k) < opts.node_procs.size();
     for (size_t i = 1; i < t.size(); ++i) {
+      if (own_nproc && t[i].rfind("--nproc_per_node=", 0) == 0) {
+        cmd.push_back("--nproc_per_node=" + std::to_string(opts.node_procs[k]));
+        continue;
+      }
       // Node n1 keeps --log_dir (its local ranks are the global ones, as on
       // one node); the others log beside their node's part of the run.
       const bool log_dir = t[i] == "--log_dir" || t[i] == "--log-dir";

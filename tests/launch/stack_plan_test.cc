@@ -3,6 +3,7 @@
 #include "harness/launch/stack_plan.h"
 
 #include "harness/launch/stacks.h"
+#include "harness/model/node_layout.h"
 #include "harness/model/torch_version.h"
 
 #include <unistd.h>
@@ -344,10 +345,40 @@ TEST(StackPlan, AOneNodeScenarioOnAMultiNodeStackIsSpreadOverTwoNodes) {
   EXPECT_TRUE(planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s").implied_expect.empty());
 }
 
-TEST(StackPlan, AnOddWorldDoesNotSplitOverTwoNodes) {
-  const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"slurm\"]\nworld_size = 3");
-  EXPECT_EQ(planStack(s, "slurm@2.13", twoTorches(), "/o", 1, "/s").unsupported,
-            "scenario 'x' has 3 rank(s), which do not split over 2 nodes");
+TEST(StackPlan, AnOddWorldSpreadsWithOneRankMoreOnTheFirstNode) {
+  const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun-multinode\", \"slurm\"]\nworld_size = 3\n"
+                       "[expect_on.slurm]\n\"root_cause.rank\" = 2");
+  auto plan = planStack(s, "torchrun-multinode@2.13", twoTorches(), "/o", 1, "/s");
+  EXPECT_EQ(plan.spread_nodes, 2);
+  if (!plan.unsupported) {
+    EXPECT_EQ(plan.launch.node_procs, (std::vector<int>{2, 1}));
+    const auto& c = plan.launch.command;
+    EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=2"), c.end()) << "n1's; start() gives n2 its own";
+  }
+  const auto slurm = planStack(s, "slurm@2.13", twoTorches(), "/o", 1, "/s");
+  ASSERT_EQ(slurm.implied_expect.size(), 1u);
+  EXPECT_EQ(slurm.implied_expect[0].value, "n2");
+  const auto one = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"slurm\"]\nworld_size = 1");
+  EXPECT_EQ(planStack(one, "slurm@2.13", twoTorches(), "/o", 1, "/s").unsupported,
+            "scenario 'x' has 1 rank, too few for 2 nodes");
+}
+
+TEST(NodeLayout, ConsecutiveRanksPerNodeTheFirstNodesOneMore) {
+  EXPECT_EQ(ranksPerNode(4, 2), (std::vector<int>{2, 2}));
+  EXPECT_EQ(ranksPerNode(3, 2), (std::vector<int>{2, 1}));
+  EXPECT_EQ(ranksPerNode(5, 3), (std::vector<int>{2, 2, 1}));
+  EXPECT_TRUE(ranksPerNode(0, 2).empty());
+  EXPECT_TRUE(ranksPerNode(2, 0).empty());
+  const std::vector<int> three = {2, 1};
+  EXPECT_EQ(nodeOfRank(0, three), 1);
+  EXPECT_EQ(nodeOfRank(1, three), 1);
+  EXPECT_EQ(nodeOfRank(2, three), 2);
+  EXPECT_EQ(nodeOfRank(3, three), 0);
+  EXPECT_EQ(nodeOfRank(-1, three), 0);
+  EXPECT_EQ(globalRank(2, 0, three), 2);
+  EXPECT_EQ(globalRank(1, 1, three), 1);
+  EXPECT_EQ(globalRank(2, 1, three), -1);
+  EXPECT_EQ(globalRank(3, 0, three), -1);
 }
 
 TEST(NodeExpectations, TheRootCausesRankNamesItsNode) {
@@ -358,14 +389,16 @@ TEST(NodeExpectations, TheRootCausesRankNamesItsNode) {
     e.op = op;
     return e;
   };
-  const auto one = nodeExpectations({expect("root_cause.rank", 1), expect("ranks[0].role", "collateral")}, 1);
+  const std::vector<int> two_by_one = {1, 1}, two_by_two = {2, 2};
+  const auto one = nodeExpectations({expect("root_cause.rank", 1), expect("ranks[0].role", "collateral")}, two_by_one);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].value, "n2");
-  EXPECT_EQ(nodeExpectations({expect("root_cause.rank", 1)}, 2)[0].value, "n1");
-  // A bound, a set of ranks or a node the scenario names itself: nothing implied.
-  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", {0, 1}, scenario::MatchOp::kIn)}, 2).empty());
-  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", 3), expect("root_cause.node", "n1")}, 2).empty());
-  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", nullptr, scenario::MatchOp::kNull)}, 2).empty());
+  EXPECT_EQ(nodeExpectations({expect("root_cause.rank", 1)}, two_by_two)[0].value, "n1");
+  // A bound, a set of ranks, a rank on no node or a node the scenario names itself: nothing implied.
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", {0, 1}, scenario::MatchOp::kIn)}, two_by_two).empty());
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", 3), expect("root_cause.node", "n1")}, two_by_two).empty());
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", nullptr, scenario::MatchOp::kNull)}, two_by_two).empty());
+  EXPECT_TRUE(nodeExpectations({expect("root_cause.rank", 7)}, two_by_two).empty());
 }
 
 }  // namespace
