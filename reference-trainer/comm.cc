@@ -121,8 +121,9 @@ std::unique_ptr<Comm> connect(const RankEnv& env, const CommConfig& config) {
   }
   auto opts = c10d::ProcessGroupGloo::Options::create(config.collective_timeout);
   const bool loopback = env.master_addr == "127.0.0.1" || env.master_addr == "localhost";
-  opts->devices.push_back(loopback ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
-                                   : c10d::ProcessGroupGloo::createDefaultDevice());
+  opts->devices.push_back(!env.gloo_ifname.empty() ? c10d::ProcessGroupGloo::createDeviceForInterface(env.gloo_ifname)
+                          : loopback               ? c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1")
+                                                   : c10d::ProcessGroupGloo::createDefaultDevice());
   opts->threads = 2;
   auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world_size, opts);
   return std::make_unique<C10dComm<c10d::ProcessGroupGloo>>(pg, env.rank, env.world_size, "gloo");

@@ -57,6 +57,8 @@ tl::expected<RankEnv, std::string> readRankEnv(const EnvLookup& env) {
   auto restarts = readInt(env, "TORCHELASTIC_RESTART_COUNT", 0, 1 << 20, 0);
   if (!restarts) return tl::unexpected(restarts.error());
   out.restart_count = *restarts;
+  const std::string ifnames = env("GLOO_SOCKET_IFNAME").value_or("");
+  out.gloo_ifname = ifnames.substr(0, ifnames.find(','));
   return out;
 }
 

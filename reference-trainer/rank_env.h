@@ -21,6 +21,10 @@ struct RankEnv {
   // under the attempt's prefix (TORCHELASTIC_USE_AGENT_STORE=True).
   bool use_agent_store = false;
   int restart_count = 0;
+  // GLOO_SOCKET_IFNAME's first interface: Gloo binds there (torch.distributed
+  // reads it the same way), so a rank on a node whose host name resolves to
+  // loopback is still reached by the other nodes. "" unset.
+  std::string gloo_ifname;
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;

@@ -7,7 +7,7 @@
 //   c10d::Backend in 2.x, with the same collective signatures: comm.cc is a
 //   template over the class, so neither base is named.
 // - ProcessGroupGloo::Options::create(timeout), ->devices, ->threads and
-//   createDeviceForHostname/createDefaultDevice: the same.
+//   createDeviceForInterface/createDeviceForHostname/createDefaultDevice: the same.
 // - TCPStoreOptions: port, isServer, numWorkers, waitWorkers, timeout are the
 //   same. 2.x adds useLibUV, left at its default (true), as torch.distributed's
 //   env:// does.

@@ -334,6 +334,14 @@ void addNodeLogs(RunInput& in, const RunLayout& layout) {
 
 namespace {
 
+std::optional<int64_t> firstTeardownSignalNs(const TeardownRecord& t) {
+  std::optional<int64_t> first;
+  for (const SignalSent& sig : t.signals) {
+    if ((sig.signal == "SIGTERM" || sig.signal == "SIGKILL") && sig.t_ns > 0) first = first ? std::min(*first, sig.t_ns) : sig.t_ns;
+  }
+  return first;
+}
+
 RankInput& rankAt(RunInput& in, int r) {
   RankInput& ri = in.ranks[r];
   ri.rank = r;
@@ -382,6 +390,16 @@ void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
       RankInput& r = rankAt(in, *sig.rank);
       // Signalled in teardown and then died of a signal: the teardown ended it.
       if (!r.exit_known || (r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL"))) {
+        r.killed_by_teardown = true;
+      }
+    }
+  }
+  // A launcher stopped first (srun, torchrun-multinode's driver) passes the
+  // teardown on to its ranks: one that died of SIGTERM or SIGKILL after
+  // faultline's first teardown signal died of the teardown, whoever sent it.
+  if (const auto first = firstTeardownSignalNs(s.teardown)) {
+    for (auto& [rank, r] : in.ranks) {
+      if (r.exit_ns && *r.exit_ns >= *first && r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL")) {
         r.killed_by_teardown = true;
       }
     }

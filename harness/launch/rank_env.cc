@@ -3,13 +3,18 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+
+#include "harness/os/sys.h"
 
 extern char** environ;
 
@@ -169,13 +174,37 @@ int ephemeralLow() {
 
 }  // namespace
 
+bool reservePort(int port) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec) / "faultline-ports";
+  if (fs::create_directories(dir, ec)) {
+    fs::permissions(dir, fs::perms::all | fs::perms::sticky_bit, ec);  // every user's runs share it, as /tmp
+  }
+  const std::string path = (dir / std::to_string(port)).string();
+  const int fd = os::sys().open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) return true;  // nowhere to lock: the bind check alone decides
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    os::sys().close(fd);
+    return false;
+  }
+  static std::mutex held_mutex;
+  static std::vector<int> held;  // open until this process ends
+  std::lock_guard<std::mutex> lock(held_mutex);
+  held.push_back(fd);
+  return true;
+}
+
 // A port the kernel would hand out for bind(0) is free only until the next
 // bind(0) or connect(): Gloo's pairs and every client socket of the tests and
 // ranks running beside this one draw from that range, and one took a
 // master port between our check and the TCPStore's listen (EADDRINUSE).
 // A port below the ephemeral range is never handed out that way, so it stays
-// free unless someone asks for it by number; picked at random, two runs at
-// once rarely ask for the same one.
+// free unless someone asks for it by number. Picked at random, two runs at
+// once still met on one (two suites' slurm jobs on port 30754, each rank 0
+// seeing the other's store): so the port is also reserved (reservePort)
+// before its bind check, and no faultline run on this machine picks it again
+// while this one lives.
 Result<int> findFreePort() {
   constexpr int kFirst = 20000;  // above the well-known services (Slurm 6817-6819, ...)
   const int last = ephemeralLow() - 1;
@@ -184,6 +213,7 @@ Result<int> findFreePort() {
     std::uniform_int_distribution<int> port(kFirst, last);
     for (int attempt = 0; attempt < 64; ++attempt) {
       const int p = port(pick);
+      if (!reservePort(p)) continue;
       auto free = canBind(p, nullptr);
       if (free && *free) return p;
     }

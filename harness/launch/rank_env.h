@@ -61,7 +61,13 @@ std::vector<std::string> toEnvStrings(const Environment& env);
 
 // A TCP port on 127.0.0.1 that was free a moment ago, picked at random below
 // the kernel's ephemeral range so that no bind(0) or connect() takes it
-// before the rendezvous listens on it.
+// before the rendezvous listens on it, and reserved (reservePort) for as long
+// as this process lives.
 Result<int> findFreePort();
+
+// Takes the machine-wide lock on `port` ($TMPDIR/faultline-ports/PORT, flock)
+// and keeps it until this process ends: false when another faultline run (or
+// another reservation here) holds it. A `faultline run` or `exec` is one run.
+bool reservePort(int port);
 
 }  // namespace faultline::launch

@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -83,6 +84,41 @@ TEST(RankEnv, InstrumentsGoFirstAndKeepWhatTheUserHad) {
   EXPECT_FALSE(off.count("LD_PRELOAD"));
   EXPECT_FALSE(Instruments{}.any());
   EXPECT_TRUE(in.any());
+}
+
+// Two faultline runs at once never get the same port: each holds it until it
+// ends (a catalog once ran two slurm jobs on one master port, each rank 0
+// seeing the other's store). Another process's reservation is honoured too.
+TEST(RankEnv, AFreePortIsReservedUntilTheRunEnds) {
+  auto port = findFreePort();
+  ASSERT_TRUE(port) << port.error().str();
+  EXPECT_FALSE(reservePort(*port)) << "held by this process's findFreePort";
+  auto again = findFreePort();
+  ASSERT_TRUE(again);
+  EXPECT_NE(*again, *port);
+  // A child (another run) cannot take either; after it ends, its own are free again.
+  int child_port = 0;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const bool took_ours = reservePort(*port) || reservePort(*again);
+    auto own = findFreePort();
+    const int msg[2] = {took_ours ? 1 : 0, own ? *own : 0};
+    (void)!::write(fds[1], msg, sizeof msg);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  int msg[2] = {-1, 0};
+  ASSERT_EQ(::read(fds[0], msg, sizeof msg), static_cast<ssize_t>(sizeof msg));
+  ::close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(msg[0], 0) << "the child reserved a port this process holds";
+  child_port = msg[1];
+  ASSERT_GT(child_port, 0);
+  EXPECT_TRUE(reservePort(child_port)) << "the child's reservation ended with it";
 }
 
 // Below the kernel's ephemeral range, so that no bind(0) (Gloo's pairs) or

@@ -212,6 +212,15 @@ TEST(RankEnv, ReadsTorchrunEnvironment) {
   EXPECT_EQ(e->local_world_size, 4);  // unset: the whole world is on this node
 }
 
+TEST(RankEnv, GlooBindsToTheFirstInterfaceOfGlooSocketIfname) {
+  std::map<std::string, std::string> m = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+  EXPECT_EQ(readRankEnv(fakeEnv(m))->gloo_ifname, "");
+  m["GLOO_SOCKET_IFNAME"] = "fl1a2b3cv2";
+  EXPECT_EQ(readRankEnv(fakeEnv(m))->gloo_ifname, "fl1a2b3cv2");
+  m["GLOO_SOCKET_IFNAME"] = "eth0,eth1";
+  EXPECT_EQ(readRankEnv(fakeEnv(m))->gloo_ifname, "eth0");
+}
+
 TEST(RankEnv, LocalWorldSizeIsReadAndBounded) {
   std::map<std::string, std::string> m = {{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"},
                                           {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"}, {"LOCAL_WORLD_SIZE", "2"}};
