@@ -370,6 +370,9 @@ void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
     r.signal = sr.signal;
     r.exit_known = sr.exit_code.has_value() || sr.signal.has_value();
     r.killed_by_teardown = sr.killed_by_teardown;
+    // Its node as the supervisor read it (FAULTLINE_NODE) when it found the
+    // rank: a rank killed before its node's agent saw it has no other record.
+    if (sr.node && r.node.empty()) r.node = *sr.node;
   }
   // External mode: exits of descendants the supervisor attributed to a rank.
   for (const ProcessExit& pe : s.process_exits) {

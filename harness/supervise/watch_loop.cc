@@ -573,12 +573,17 @@ void WatchLoop::deliverFaults() {
                          {"kind", s.kind},   {"step", s.step ? nlohmann::json(*s.step) : nlohmann::json(nullptr)},
                          {"point", s.point}, {"source", "supervisor"}, {"rule", s.rule}};
     const std::string line = ev.dump() + "\n";
+    // A time fault may strike a rank the moment it is found, before its shim
+    // made its directory.
+    (void)launch::makeDirs(layout_.rankDir(s.rank));
     if (int fd = os::sys().open(layout_.rankEvents(s.rank).c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
         fd >= 0) {
       if (os::sys().write(fd, line.data(), line.size()) < 0) {
         note("fault event for rank " + std::to_string(s.rank) + " not written");
       }
       os::sys().close(fd);
+    } else {
+      note("fault event for rank " + std::to_string(s.rank) + " not written: " + std::strerror(errno));
     }
     std::vector<pid_t> targets = {target->pid};
     if (s.whole_group) {
