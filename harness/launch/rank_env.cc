@@ -3,7 +3,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/file.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,7 +11,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <random>
 
 #include "harness/os/sys.h"
@@ -174,6 +173,19 @@ int ephemeralLow() {
 
 }  // namespace
 
+namespace {
+
+// The pid a reservation file names; 0 when it names none.
+pid_t ownerOf(const std::string& path) {
+  std::ifstream in(path);
+  long pid = 0;
+  return in >> pid && pid > 0 ? static_cast<pid_t>(pid) : 0;
+}
+
+bool alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+}  // namespace
+
 bool reservePort(int port) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -182,17 +194,32 @@ bool reservePort(int port) {
     fs::permissions(dir, fs::perms::all | fs::perms::sticky_bit, ec);  // every user's runs share it, as /tmp
   }
   const std::string path = (dir / std::to_string(port)).string();
-  const int fd = os::sys().open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-  if (fd < 0) return true;  // nowhere to lock: the bind check alone decides
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    os::sys().close(fd);
-    return false;
+  // The file appears whole or not at all: written beside it, then linked in
+  // place (link fails on an existing name, as O_EXCL would).
+  const std::string me = std::to_string(::getpid());
+  const std::string tmp = path + "." + me;
+  const int fd = os::sys().open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return true;  // no reservation directory: the bind check alone decides
+  const std::string line = me + "\n";
+  const bool written = os::sys().write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  os::sys().close(fd);
+  bool reserved = !written;  // unwritten: nowhere to reserve, the bind check alone decides
+  // Two tries: the second after removing a file whose process has ended.
+  for (int attempt = 0; written && attempt < 2; ++attempt) {
+    if (::link(tmp.c_str(), path.c_str()) == 0) {
+      reserved = true;
+      break;
+    }
+    if (errno != EEXIST) {
+      reserved = true;
+      break;
+    }
+    const pid_t owner = ownerOf(path);
+    if (owner > 0 && alive(owner)) break;  // this run's, or another live run's
+    (void)os::sys().unlink(path.c_str());
   }
-  static std::mutex held_mutex;
-  static std::vector<int> held;  // open until this process ends
-  std::lock_guard<std::mutex> lock(held_mutex);
-  held.push_back(fd);
-  return true;
+  (void)os::sys().unlink(tmp.c_str());
+  return reserved;
 }
 
 // A port the kernel would hand out for bind(0) is free only until the next

@@ -65,9 +65,10 @@ std::vector<std::string> toEnvStrings(const Environment& env);
 // as this process lives.
 Result<int> findFreePort();
 
-// Takes the machine-wide lock on `port` ($TMPDIR/faultline-ports/PORT, flock)
-// and keeps it until this process ends: false when another faultline run (or
-// another reservation here) holds it. A `faultline run` or `exec` is one run.
+// Reserves `port` machine-wide for as long as this process lives: the file
+// $TMPDIR/faultline-ports/PORT names this pid (no descriptor is held); a file
+// whose process has ended is taken over. False when a live process, this one
+// included, holds it. A `faultline run` or `exec` is one run.
 bool reservePort(int port);
 
 }  // namespace faultline::launch
