@@ -17,6 +17,7 @@ grace before SIGKILL, which reference trainer it ran), as used.
 """
 import json
 import os
+import re
 import random
 import time
 
@@ -275,17 +276,31 @@ def hang_defaults(t, reps, world=3, step_ms=50, fault_steps=(3, 100)):
     python = _newest_python(t)
     out = {"world": world, "step_ms": step_ms, "python": python, "fault_steps": list(fault_steps),
            "default_pg_timeout_s": _default_pg_timeout_s(python)}
-    for step in fault_steps:
-        out[f"step{step}"] = []
-    for i in range(reps):
+    launchers = [("builtin", None)] + [(tr.name, tr) for tr in t.torchruns]
+    out["launchers"] = [name for name, _ in launchers]
+    for name, _ in launchers:
         for step in fault_steps:
-            d = t.work(f"hang-defaults-{step}-{i}")
-            w = Watched([t.faultline, "exec", "--nproc", str(world), "--deadline", "400",
-                         "--fault", f"hung_collective:rank=1:step={step}", "-o", d, "--", python, trainer,
-                         "--steps", str(step + 10), "--step-ms", str(step_ms)], sample_every=None, slow_every=None)
-            w.wait(timeout=420)
-            out[f"step{step}"].append(adaptive_row(d, w.t_end_ns))
+            out[_hang_defaults_key(name, step)] = []
+    for i in range(reps):
+        for name, tr in launchers:
+            for step in fault_steps:
+                d = t.work("hang-defaults-%s-%d-%d" % (re.sub(r"[^\w.+-]", "-", name), step, i))
+                argv = [trainer, "--steps", str(step + 10), "--step-ms", str(step_ms)]
+                if tr is None:
+                    how = ["--nproc", str(world), "--"] + [python] + argv
+                else:  # under torchrun (its own python and torch), faultline observing from outside
+                    how = ["--launcher", "external", "--"] + tr.cmd(world, os.path.join(d, "logs"), [tr.python] + argv)
+                w = Watched([t.faultline, "exec", "--deadline", "400", "--fault", f"hung_collective:rank=1:step={step}",
+                             "-o", d] + how, sample_every=None, slow_every=None)
+                w.wait(timeout=420)
+                out[_hang_defaults_key(name, step)].append(adaptive_row(d, w.t_end_ns))
     return out
+
+
+def _hang_defaults_key(launcher, step):
+    """hang_defaults' entry of one launcher at one fault step: "step3" (builtin; older files have only
+    these), "torchrun@2.13 step3"."""
+    return f"step{step}" if launcher == "builtin" else f"{launcher} step{step}"
 
 
 def _default_pg_timeout_s(python):

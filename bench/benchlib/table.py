@@ -269,23 +269,33 @@ def adaptive_rows(c):
     return rows
 
 
+def hang_defaults_launchers(c):
+    """(launcher, its entry key for a fault step) in a hang-defaults section; files before torchrun was
+    measured there hold the builtin launcher alone, under "stepN"."""
+    return [(name, (lambda step, n=name: f"step{step}" if n == "builtin" else f"{n} step{step}"))
+            for name in c.get("launchers", ["builtin"])]
+
+
 def hang_defaults_rows(c):
-    """Hangs named with the defaults only, early (no rhythm) and late (a rhythm learned)."""
+    """Hangs named with the defaults only, early (no rhythm) and late (a rhythm learned), under faultline's
+    own launcher and under each torchrun (faultline observing it from outside)."""
     rows = []
     timeout = c.get("default_pg_timeout_s")
-    for step in c.get("fault_steps", []):
-        reps = c.get(f"step{step}") or []
-        named = sum(1 for x in reps if x.get("detected_ms") is not None)
-        idle = sum(1 for x in reps if "idle rule" in (x.get("trigger") or ""))
-        rows.append(Row(f"hang at step {step} -> laggard named, defaults only (`faultline exec`, no hang flag)",
-                        col(reps, "detected_ms"), None, goal="<= 2000 ms", goal_max=2000, reps=len(reps),
-                        note="rhythm.py, %d ranks, %s ms steps, shim hung_collective at rank 1, timed from its fault "
-                             "event to the supervisor's trigger; report written after %s ms; laggard named in %d of %d, "
-                             "by the idle rule in %d (else the learned rhythm); torchrun and plain Gloo detect no hang: "
-                             "the job waits for the process group's timeout, %s s by default (torch's "
-                             "default_pg_timeout)"
-                             % (c["world"], fmt_plain(c["step_ms"]), fmt(col(reps, "report_ms")), named, len(reps),
-                                idle, fmt_plain(timeout) if timeout is not None else "?")))
+    for name, key in hang_defaults_launchers(c):
+        how = "`faultline exec`" if name == "builtin" else f"`faultline exec --launcher external -- {name.split('@')[0]}` ({name})"
+        for step in c.get("fault_steps", []):
+            reps = c.get(key(step)) or []
+            named = sum(1 for x in reps if x.get("detected_ms") is not None)
+            idle = sum(1 for x in reps if "idle rule" in (x.get("trigger") or ""))
+            rows.append(Row(f"hang at step {step} -> laggard named, defaults only ({how}, no hang flag)",
+                            col(reps, "detected_ms"), None, goal="<= 2000 ms", goal_max=2000, reps=len(reps),
+                            note="rhythm.py, %d ranks, %s ms steps, shim hung_collective at rank 1, timed from its fault "
+                                 "event to the supervisor's trigger; report written after %s ms; laggard named in %d of "
+                                 "%d, by the idle rule in %d (else the learned rhythm); torchrun and plain Gloo detect no "
+                                 "hang: the job waits for the process group's timeout, %s s by default (torch's "
+                                 "default_pg_timeout)"
+                                 % (c["world"], fmt_plain(c["step_ms"]), fmt(col(reps, "report_ms")), named, len(reps),
+                                    idle, fmt_plain(timeout) if timeout is not None else "?")))
     return rows
 
 
@@ -348,10 +358,12 @@ def goals(r, runs=None, load_limit=1.0):
         add("a hang on 50 ms steps: laggard named within 1 s of the fault", "adaptive", None, None, "",
             why="adaptive not run")
     c = r.get("hang-defaults")
-    for step in (c or {}).get("fault_steps", [3, 100]):
-        fl = col((c or {}).get(f"step{step}"), "detected_ms") if c else None
-        add(f"a hang at step {step}, defaults only: laggard named within 2 s of the fault", "hang-defaults", fl,
-            2000 if c else None, f"{fmt(fl)} ms" if c else "", why=None if c else "hang-defaults not run")
+    for name, key in hang_defaults_launchers(c or {}):
+        under = "" if name == "builtin" else f" under {name}"
+        for step in (c or {}).get("fault_steps", [3, 100]):
+            fl = col((c or {}).get(key(step)), "detected_ms") if c else None
+            add(f"a hang at step {step}{under}, defaults only: laggard named within 2 s of the fault", "hang-defaults",
+                fl, 2000 if c else None, f"{fmt(fl)} ms" if c else "", why=None if c else "hang-defaults not run")
     return out
 
 

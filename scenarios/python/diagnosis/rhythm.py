@@ -22,6 +22,11 @@ needed, so they work with and without faultline's shim):
                                     rank R downloads for T seconds (busy:
                                     bytes arriving) before DDP wraps the model:
                                     its peers wait in DDP's first broadcast
+  --first-step-s T                  every rank's first step compiles for
+                                    T + rank/2 seconds (busy: CPU), as a
+                                    traced or compiled model does: the ranks
+                                    done first wait for the last in the first
+                                    gradient all-reduce
 """
 import argparse
 import os
@@ -53,6 +58,7 @@ def args_of():
     p.add_argument("--checkpoint-s", type=float, default=3)
     p.add_argument("--slow-start-rank", type=int, default=-1)
     p.add_argument("--slow-start-s", type=float, default=3)
+    p.add_argument("--first-step-s", type=float, default=0)
     return p.parse_args()
 
 
@@ -140,6 +146,8 @@ def main():
     for step in range(1, args.steps + 1):
         x, y = data.next_batch(step)
         work(args.step_ms)
+        if step == 1 and args.first_step_s > 0:
+            work(1000 * (args.first_step_s + rank / 2))  # the first step compiles; ranks finish it at their own pace
         opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
