@@ -8,22 +8,44 @@ function(fl_target_warnings target)
   endif()
 endfunction()
 
-# fl_add_library(<folder-name> SOURCES ... [DEPS ...] [PUBLIC_INCLUDE dir])
-# Creates fl_<name> with alias fl::<name>; includes resolve from the repo root.
+# fl_add_library(<folder-name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...]
+#                [PUBLIC_INCLUDE dir] [FOLDER path])
+# Creates fl_<name> with alias fl::<name>. Includes are written from the repo
+# root ("harness/diagnose/x.h"), but a library's include path holds only its
+# own folder (FOLDER, relative to the root; default: the folder of the
+# CMakeLists.txt) at that path, through a link in the build tree: another
+# stage's headers are found only through a library declared in DEPS, so an
+# undeclared dependency fails to build.
 function(fl_add_library name)
-  cmake_parse_arguments(ARG "SHARED" "PUBLIC_INCLUDE" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  cmake_parse_arguments(ARG "SHARED" "PUBLIC_INCLUDE;FOLDER" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   if(ARG_SHARED)
     add_library(fl_${name} SHARED ${ARG_SOURCES})
   else()
     add_library(fl_${name} STATIC ${ARG_SOURCES})
   endif()
   add_library(fl::${name} ALIAS fl_${name})
-  target_include_directories(fl_${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  if(NOT ARG_FOLDER)
+    file(RELATIVE_PATH ARG_FOLDER ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_SOURCE_DIR})
+  endif()
+  fl_own_include_root(root ${name} ${ARG_FOLDER})
+  target_include_directories(fl_${name} PUBLIC $<BUILD_INTERFACE:${root}>)
   if(ARG_PUBLIC_INCLUDE)
     target_include_directories(fl_${name} PUBLIC ${ARG_PUBLIC_INCLUDE})
   endif()
   target_link_libraries(fl_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   fl_target_warnings(fl_${name})
+endfunction()
+
+# fl_own_include_root(<out-var> <name> <folder>): a directory in the build tree
+# holding only <folder> (a link to the source folder, at its path from the repo
+# root), for fl_<name>'s include path.
+function(fl_own_include_root out name folder)
+  set(root ${PROJECT_BINARY_DIR}/include-of/${name})
+  get_filename_component(parent ${root}/${folder} DIRECTORY)
+  file(MAKE_DIRECTORY ${parent})
+  file(REMOVE ${root}/${folder})  # a link left by a build of another checkout
+  file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${folder} ${root}/${folder} SYMBOLIC)
+  set(${out} ${root} PARENT_SCOPE)
 endfunction()
 
 # fl_add_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [TIMEOUT s] [ENV ...] [NO_RUN])

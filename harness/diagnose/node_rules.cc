@@ -54,6 +54,18 @@ bool otherFailedFirst(const Analysis& a, const std::string& node, int64_t t_ns) 
   return false;
 }
 
+// An agent of the node wrote a line more than kAtOnceNs after its last
+// rank's end (it saw the rank go, it was signalled by the teardown): it
+// outlived its ranks, so the node did not vanish with them, whether or not
+// the agent wrote agent_exit (torch 1.13's agent on a node whose one rank a
+// scripted SIGKILL ended waits there until the teardown ends it).
+bool agentOutlived(const NodeInput& node, std::optional<int64_t> last_rank_end) {
+  if (!last_rank_end) return false;
+  return std::any_of(node.agents.begin(), node.agents.end(), [&](const AgentRecord& ag) {
+    return ag.last_ns && *ag.last_ns > *last_rank_end + kAtOnceNs;
+  });
+}
+
 std::optional<NodeVerdict> lostNodeOf(const Analysis& a, const std::string& name, const NodeInput* node,
                                       std::vector<int> ranks) {
   const RunInput& in = *a.in;
@@ -79,7 +91,7 @@ std::optional<NodeVerdict> lostNodeOf(const Analysis& a, const std::string& name
     other_agent_exited = other_agent_exited || (o != name && on.anyAgent() && !on.agentGone());
     if (other_agent_exited) break;
   }
-  const bool agent_gone = node && node->agentGone() && other_agent_exited;
+  const bool agent_gone = node && node->agentGone() && other_agent_exited && !agentOutlived(*node, hi);
   if (fault) {
     v.t_ns = fault->t_ns;
     v.why = "the supervisor's node_loss fault: every process of it killed at once";

@@ -108,10 +108,8 @@ class SlurmLauncher final : public ObservedLauncher {
     if (auto problem = clusterProblem(); !problem.empty()) return tl::unexpected(Unsupported{problem});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = s.stack.nodes;
+    if (auto why = nodeLayoutProblem(s.stack.world_size, nodes); !why.empty()) return tl::unexpected(Unsupported{why});
     const std::vector<int> per_node = ranksPerNode(s.stack.world_size, nodes);
-    if (per_node.empty() || per_node.back() < 1) {
-      return tl::unexpected(Unsupported{std::to_string(s.stack.world_size) + " rank(s) cannot fill " + std::to_string(nodes) + " nodes"});
-    }
     // The same count on every node, or the whole world in srun's default block
     // distribution: consecutive tasks on a node, the first nodes one task
     // more (node_layout.h).

@@ -214,7 +214,6 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     spread = s;
     spread.stack.nodes = kSpreadNodes;
     in.scenario = &spread;
-    plan.spread_nodes = kSpreadNodes;
     plan.implied_expect = nodeExpectations(s.expectationsOn(name.launcher), ranksPerNode(s.stack.world_size, kSpreadNodes));
   }
   auto planned = launcher->plan(in);

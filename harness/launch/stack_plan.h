@@ -40,11 +40,10 @@ struct StackPlan {
   // Every fault the scenario asks for, whoever strikes it (supervisor.json's `faults`).
   std::vector<RequestedFault> requested_faults;
   std::optional<std::string> unsupported;  // set: do not run, report unsupported with this reason
-  // A one-node scenario on a stack that spans nodes runs over this many
-  // (kSpreadNodes, its ranks laid out as node_layout.h says; 0: as written),
-  // and is judged by these too: the root cause names the node of the rank the
-  // scenario expects (nodeExpectations).
-  int spread_nodes = 0;
+  // A one-node scenario on a stack that spans nodes runs over kSpreadNodes
+  // (its ranks laid out as node_layout.h says; the report's `nodes` lists
+  // them), and is judged by these too: the root cause names the node of the
+  // rank the scenario expects (nodeExpectations).
   std::vector<scenario::Expect> implied_expect;
 };
 

@@ -54,10 +54,8 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
     if (auto why = networkProblem(); !why.empty()) return tl::unexpected(Unsupported{why});
     const scenario::Scenario& s = *in.scenario;
     const int nodes = std::max(s.stack.nodes, 1);
+    if (auto why = nodeLayoutProblem(s.stack.world_size, nodes); !why.empty()) return tl::unexpected(Unsupported{why});
     const std::vector<int> per_node = ranksPerNode(s.stack.world_size, nodes);
-    if (per_node.empty() || per_node.back() < 1) {
-      return tl::unexpected(Unsupported{std::to_string(s.stack.world_size) + " rank(s) cannot fill " + std::to_string(nodes) + " nodes"});
-    }
     // What every node runs; start() adds each node's --node_rank and
     // --master_addr, and its own --nproc_per_node where the nodes differ
     // (torchrun's rendezvous numbers the ranks node by node).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace faultline {
@@ -15,6 +16,14 @@ inline std::vector<int> ranksPerNode(int world, int nodes) {
   std::vector<int> out(static_cast<size_t>(nodes), world / nodes);
   for (int k = 0; k < world % nodes; ++k) ++out[static_cast<size_t>(k)];
   return out;
+}
+
+// Why `world` ranks cannot be laid out over `nodes` nodes (a node would hold
+// none), "" when they can.
+inline std::string nodeLayoutProblem(int world, int nodes) {
+  const std::vector<int> per_node = ranksPerNode(world, nodes);
+  if (!per_node.empty() && per_node.back() >= 1) return "";
+  return std::to_string(world) + " rank(s) cannot fill " + std::to_string(nodes) + " node(s)";
 }
 
 // The 1-based node holding `rank` (nK), 0 when no node does.

@@ -617,6 +617,25 @@ TEST(RootCauseRules, NodeLostFromTheSupervisorsFaultOrAVanishedAgent) {
   own.ranks[2].exit_code = 1;
   own.ranks[2].errors.push_back(pyError("ValueError", "bad batch"));
   EXPECT_FALSE(runRule(nodeLost, own));
+  // No agent_exit, but the agent wrote lines long after its ranks ended (it
+  // saw them go; the teardown signalled it later): it outlived them, the node
+  // did not vanish (torch 1.13's agent, its one rank killed by a scripted
+  // SIGKILL, waits until the teardown).
+  RunInput outlived = gone;
+  for (int r : {2, 3}) {  // not at once: that alone would say the node went
+    outlived.ranks[r].exit_known = true;
+    outlived.ranks[r].signal = "SIGKILL";
+    outlived.ranks[r].exit_ns = r == 2 ? 1'900'000'000 : 400'000'000;
+  }
+  NodeEvent late;
+  late.event = "signal";
+  late.t_ns = 9'000'000'000;
+  outlived.nodes["n2"].agents[0].events.push_back(late);
+  outlived.nodes["n2"].agents[0].last_ns = late.t_ns;
+  EXPECT_FALSE(runRule(nodeLost, outlived));
+  // ... and within a second of them it is still the node going whole.
+  outlived.nodes["n2"].agents[0].last_ns = 2'500'000'000;
+  EXPECT_TRUE(runRule(nodeLost, outlived));
 }
 
 // Two nodes whose launchers never started a rank (torchrun's static

@@ -116,9 +116,9 @@ std::map<std::string, std::set<std::string>> declaredDeps(const fs::path& root) 
 }
 
 // An include of another stage's header must be a dependency the library
-// declares (directly or through one it declares): every library has the
-// repository root on its include path, so the compiler does not catch it,
-// and an installed or reordered target would then fail to link.
+// declares (directly or through one it declares). The build catches it too
+// (a library's include path holds its own folder alone,
+// cmake/FaultlineTargets.cmake); this says which declaration is missing.
 TEST(Layering, EveryIncludeOfAnotherStageIsADeclaredDependency) {
   const fs::path root(FL_SOURCE_DIR);
   const auto deps = declaredDeps(root);

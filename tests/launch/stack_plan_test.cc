@@ -331,7 +331,6 @@ TEST(StackPlan, AOneNodeScenarioOnAMultiNodeStackIsSpreadOverTwoNodes) {
       "launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun-multinode\"]\nworld_size = 4\n"
       "[expect_on.torchrun-multinode]\n\"root_cause.rank\" = 3");
   auto plan = planStack(s, "torchrun-multinode@2.13", twoTorches(), "/o", 1, "/s");
-  EXPECT_EQ(plan.spread_nodes, 2);
   ASSERT_EQ(plan.implied_expect.size(), 1u);
   EXPECT_EQ(plan.implied_expect[0].path, "root_cause.node");
   EXPECT_EQ(plan.implied_expect[0].value, "n2") << "rank 3 of 2 nodes x 2 ranks";
@@ -341,15 +340,15 @@ TEST(StackPlan, AOneNodeScenarioOnAMultiNodeStackIsSpreadOverTwoNodes) {
     EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=2"), c.end());
   }
   // On a one-node stack it runs as written.
-  EXPECT_EQ(planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s").spread_nodes, 0);
-  EXPECT_TRUE(planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s").implied_expect.empty());
+  const auto builtin = planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s");
+  EXPECT_TRUE(builtin.implied_expect.empty());
+  EXPECT_TRUE(builtin.launch.node_procs.empty());
 }
 
 TEST(StackPlan, AnOddWorldSpreadsWithOneRankMoreOnTheFirstNode) {
   const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun-multinode\", \"slurm\"]\nworld_size = 3\n"
                        "[expect_on.slurm]\n\"root_cause.rank\" = 2");
   auto plan = planStack(s, "torchrun-multinode@2.13", twoTorches(), "/o", 1, "/s");
-  EXPECT_EQ(plan.spread_nodes, 2);
   if (!plan.unsupported) {
     EXPECT_EQ(plan.launch.node_procs, (std::vector<int>{2, 1}));
     const auto& c = plan.launch.command;
@@ -379,6 +378,9 @@ TEST(NodeLayout, ConsecutiveRanksPerNodeTheFirstNodesOneMore) {
   EXPECT_EQ(globalRank(1, 1, three), 1);
   EXPECT_EQ(globalRank(2, 1, three), -1);
   EXPECT_EQ(globalRank(3, 0, three), -1);
+  EXPECT_EQ(nodeLayoutProblem(3, 2), "");
+  EXPECT_EQ(nodeLayoutProblem(1, 2), "1 rank(s) cannot fill 2 node(s)");
+  EXPECT_EQ(nodeLayoutProblem(4, 0), "4 rank(s) cannot fill 0 node(s)");
 }
 
 TEST(NodeExpectations, TheRootCausesRankNamesItsNode) {
