@@ -36,7 +36,15 @@ bool precedes(const std::vector<Evidence>& errors, size_t e, size_t later) {
   const Evidence& a = errors[e];
   const Evidence& b = errors[later];
   if (a.origin == "events.jsonl" && b.origin == "events.jsonl" && a.t_ns && b.t_ns) return *a.t_ns < *b.t_ns;
-  return a.origin == b.origin && e < later;
+  if (a.origin == b.origin) return e < later;
+  // Two sources, both timed: in order only when certainly so. A torchelastic
+  // error file's time is whole seconds (it happened within the second after);
+  // on a node of a multi-node job it is a rank's only error file.
+  if (a.t_ns && b.t_ns) {
+    const int64_t a_latest = *a.t_ns + (a.origin == "error.json" ? 1'000'000'000 : 1);
+    return a_latest <= *b.t_ns;
+  }
+  return false;
 }
 
 }  // namespace

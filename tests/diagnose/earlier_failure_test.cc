@@ -87,6 +87,32 @@ TEST(RankFailure, AThreadThatDiedFirstIsTheCause) {
   EXPECT_EQ(describe(*f), "ValueError: checksum mismatch in shard 3 (/app/train.py:126) in thread prefetch");
 }
 
+// A multi-node torchrun keeps a rank's error file in its node's log
+// directory, with whole-second times: the thread's event seconds before it
+// still came first, and one within the same second cannot be said to.
+TEST(RankFailure, AThreadEventBeforeTheErrorFilesSecondIsTheCause) {
+  Evidence thread;
+  thread.kind = Kind::kPythonException;
+  thread.origin = "events.jsonl";
+  thread.type = "ValueError";
+  thread.message = "checksum mismatch in shard 3";
+  thread.thread = "prefetch";
+  thread.t_ns = 440'077'000'000;
+  Evidence empty;
+  empty.kind = Kind::kPythonException;
+  empty.origin = "error.json";
+  empty.type = "_queue.Empty";
+  empty.t_ns = 443'000'000'000;
+  auto f = rankFailure({thread, empty});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "ValueError");
+  EXPECT_EQ(f->thread, "prefetch");
+  empty.t_ns = 440'000'000'000;  // the same second: the order is unknown
+  f = rankFailure({thread, empty});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "_queue.Empty");
+}
+
 TEST(RankFailure, ACollateralThreadErrorIsNoCause) {
   const std::string text =
       "Exception in thread heartbeat:\n"
