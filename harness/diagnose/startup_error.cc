@@ -24,8 +24,14 @@ std::optional<Evidence> parseUsageError(const std::vector<std::string_view>& lin
   const std::string_view t = trim(lines[i]);
   const size_t p = t.find(": error: ");
   if (p == std::string_view::npos || p == 0 || t.find(' ') < p) return std::nullopt;  // "PROG: error: ..."
+  // argparse's pair: "usage: PROG ..." then "PROG: error: ...", one program
+  // (not another's line after it: "slurmstepd-n1: error: *** STEP ...
+  // CANCELLED ***" in a task's stderr when srun ends the job).
+  const std::string_view prog = t.substr(0, p);
   for (size_t k = i; k-- > 0 && i - k <= 40;) {
-    if (trim(lines[k]).substr(0, 7) == "usage: ") {
+    const std::string_view u = trim(lines[k]);
+    if (u.substr(0, 7) == "usage: " && u.substr(7, prog.size()) == prog &&
+        (u.size() == 7 + prog.size() || u[7 + prog.size()] == ' ')) {
       Evidence e;
       e.kind = Kind::kExitCode;
       e.origin = "stderr";

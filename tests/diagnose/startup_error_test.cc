@@ -36,6 +36,14 @@ TEST(StartupError, ArgparseErrorAfterItsUsage) {
   EXPECT_FALSE(parseUsageError(alone, 0));
   const std::vector<std::string_view> prose = {"usage: x", "The run hit an error: disk full"};
   EXPECT_FALSE(parseUsageError(prose, 1));
+  // Another program's "error:" line after the usage block is not the usage
+  // error (a Slurm task's stderr when srun cancels the step).
+  const std::vector<std::string_view> slurm = {
+      lines[0], lines[1], "slurmstepd-n1: error: *** STEP 392.0 ON n1 CANCELLED AT 2026-12-05T14:36:53 ***"};
+  EXPECT_FALSE(parseUsageError(slurm, 2));
+  const RankLog log = scanRankLog(std::string(slurm[0]) + "\n" + std::string(slurm[1]) + "\n" + std::string(slurm[2]) + "\n");
+  ASSERT_EQ(log.errors.size(), 1u);
+  EXPECT_EQ(log.errors[0].message, slurm[1]);
 }
 
 TEST(StartupError, FoundInARanksOutputUnderTorchrunsPrefix) {
