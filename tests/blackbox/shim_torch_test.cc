@@ -65,6 +65,17 @@ std::multiset<std::string> eventKinds(const std::string& run, int rank) {
   return out;
 }
 
+// The rank's `error` events of one kind (python_exception, signal, ...).
+size_t errorsOfKind(const std::string& run, int rank, const std::string& kind) {
+  size_t n = 0;
+  std::ifstream in(run + "/ranks/" + std::to_string(rank) + "/events.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    json j = json::parse(line, nullptr, false);
+    n += !j.is_discarded() && j.value("ev", "") == "error" && j.value("kind", "") == kind;
+  }
+  return n;
+}
+
 // A user's sitecustomize that makes the dist.all_reduce patch fail (see it).
 std::string breakPatch() { return std::string(FL_SOURCE_DIR) + "/tests/blackbox/break_patch"; }
 
@@ -160,7 +171,11 @@ TEST_F(ShimTorch, SpawnedRanksErrorIsAttributedToIt) {
   EXPECT_EQ(rc["rank"], 1);
   EXPECT_EQ(rc["exception_type"], "NameError");
   EXPECT_EQ(rc["location"]["line"], lineOf(script, "b = c  # noqa"));
-  EXPECT_EQ(eventKinds(dir / "run", 1).count("error"), 1u) << readFile(dir / "run/ranks/1/events.jsonl");
+  // The NameError recorded once (spawn's _wrap hands it to the parent; the
+  // shim records it there, not again at exit). torch 2.x may then abort the
+  // failing rank at exit (a Gloo worker thread at finalization,
+  // scenarios/python/gloo_exit.py): a signal error of its own, after it.
+  EXPECT_EQ(errorsOfKind(dir / "run", 1, "python_exception"), 1u) << readFile(dir / "run/ranks/1/events.jsonl");
   EXPECT_TRUE(fileExists(dir / "run/ranks/1/error.json"));
   EXPECT_EQ(rankInstruments(r, 1)["patches"]["spawn.wrap"], true);
 }
