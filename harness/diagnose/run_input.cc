@@ -558,6 +558,18 @@ void readEventFacts(RunInput& in) {
   }
 }
 
+// A rank that exited non-zero, with no signal, after a scripted `exit` fault
+// of faultline's struck it (its `fault` event, or the reference trainer's
+// announcement) ended by that fault, whatever its launcher signalled it
+// afterwards: its exit handlers may still run when the launcher, seeing a
+// peer fail first, signals every worker.
+bool exitedByScriptedExit(const RankInput& r) {
+  if (!r.exit_known || r.signal || !r.exit_code || *r.exit_code == 0) return false;
+  if (std::find(r.announced_faults.begin(), r.announced_faults.end(), "exit") != r.announced_faults.end()) return true;
+  return std::any_of(r.events.events.begin(), r.events.events.end(),
+                     [](const Event& e) { return e.ev == "fault" && e.kind == "exit"; });
+}
+
 // torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
 // "Sending process P closing signal SIGTERM": match pids to ranks.
 void matchLauncherPids(RunInput& in) {
@@ -575,7 +587,9 @@ void matchLauncherPids(RunInput& in) {
     // have died of another one first (torchrun signals every worker of a
     // failed job, a dead one it has not reaped yet too), or its exit is the
     // one that made the launcher signal them all (DeepSpeed's return code).
-    if (launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) ri.killed_by_teardown = true;
+    if (!exitedByScriptedExit(ri) && launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) {
+      ri.killed_by_teardown = true;
+    }
   }
 }
 
