@@ -200,17 +200,6 @@ bool joinsProcessGroup(const Analysis& a) {
   return false;
 }
 
-namespace {
-
-// A scripted fault of faultline's was struck in this rank (a `fault` event,
-// or the reference trainer's own announcement): its failure has a cause.
-bool struckByAFault(const RankInput& r) {
-  if (!r.announced_faults.empty()) return true;
-  return std::any_of(r.events.events.begin(), r.events.events.end(), [](const Event& e) { return e.ev == "fault"; });
-}
-
-}  // namespace
-
 std::optional<Candidate> sameFailureEverywhere(const Analysis& a) {
   // Every rank that failed by its own fault failed the same way, within
   // moments: a missing script, a bad argument, an import error on every

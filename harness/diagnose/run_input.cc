@@ -559,15 +559,11 @@ void readEventFacts(RunInput& in) {
 }
 
 // A rank that exited non-zero, with no signal, after a scripted `exit` fault
-// of faultline's struck it (its `fault` event, or the reference trainer's
-// announcement) ended by that fault, whatever its launcher signalled it
-// afterwards: its exit handlers may still run when the launcher, seeing a
-// peer fail first, signals every worker.
+// of faultline's struck it ended by that fault, whatever its launcher
+// signalled it afterwards: its exit handlers may still run when the launcher,
+// seeing a peer fail first, signals every worker.
 bool exitedByScriptedExit(const RankInput& r) {
-  if (!r.exit_known || r.signal || !r.exit_code || *r.exit_code == 0) return false;
-  if (std::find(r.announced_faults.begin(), r.announced_faults.end(), "exit") != r.announced_faults.end()) return true;
-  return std::any_of(r.events.events.begin(), r.events.events.end(),
-                     [](const Event& e) { return e.ev == "fault" && e.kind == "exit"; });
+  return r.exit_known && !r.signal && r.exit_code && *r.exit_code != 0 && struckByAFault(r, "exit");
 }
 
 // torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
@@ -640,6 +636,13 @@ void inferWorldSize(RunInput& in) {
 }
 
 }  // namespace
+
+bool struckByAFault(const RankInput& r, std::string_view kind) {
+  const auto announced = [&](const std::string& k) { return kind.empty() || k == kind; };
+  if (std::any_of(r.announced_faults.begin(), r.announced_faults.end(), announced)) return true;
+  return std::any_of(r.events.events.begin(), r.events.events.end(),
+                     [&](const Event& e) { return e.ev == "fault" && announced(e.kind); });
+}
 
 RunInput loadRun(const std::string& dir) {
   RunInput in;

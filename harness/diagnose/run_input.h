@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/diagnose/events.h"
@@ -74,5 +75,10 @@ Evidence evidenceFromEvent(const Event& e);
 // Reads a run directory: supervisor.json for the supervisor's facts (without
 // it, what the logs, events and error files say), then every evidence file.
 RunInput loadRun(const std::string& dir);
+
+// A scripted fault of faultline's was struck in this rank (a `fault` event,
+// or the reference trainer's own announcement on stderr); of that kind, when
+// `kind` is given.
+bool struckByAFault(const RankInput& r, std::string_view kind = {});
 
 }  // namespace faultline::diagnose
