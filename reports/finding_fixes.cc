@@ -35,4 +35,6 @@ std::string_view findingFix(Kind k) {
   }
 }
 
+std::string_view findingFix(const Finding& f) { return f.fix.empty() ? findingFix(f.kind) : std::string_view(f.fix); }
+
 }  // namespace faultline::reports

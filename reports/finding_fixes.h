@@ -11,5 +11,8 @@ namespace faultline::reports {
 
 // The fix for a finding of this kind; empty for a kind that is never a finding.
 std::string_view findingFix(Kind k);
+// This finding's own fix where it has one (an unsynced metric's, in its
+// framework's words), else its kind's.
+std::string_view findingFix(const Finding& f);
 
 }  // namespace faultline::reports

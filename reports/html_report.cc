@@ -361,7 +361,7 @@ std::string body(const Report& r) {
       std::string ranks;
       for (int k : f.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(k);
       o << "<tr><td>" << kindName(f.kind) << "</td><td>" << ranks << "</td><td>" << e(f.severity) << "</td><td>"
-        << e(f.summary) << "</td><td>" << e(f.evidence) << "</td><td class=\"fix\">" << e(std::string(findingFix(f.kind)))
+        << e(f.summary) << "</td><td>" << e(f.evidence) << "</td><td class=\"fix\">" << e(std::string(findingFix(f)))
         << "</td></tr>";
     }
     o << "</table>\n";

@@ -241,7 +241,7 @@ std::string markdownForRun(const Report& r) {
     for (const auto& f : r.findings) {
       o << "| " << kindName(f.kind) << " | " << rankList(f.ranks) << " | " << markdownCell(f.severity) << " | "
         << markdownCell(f.summary) << " | " << markdownCell(f.evidence) << " | "
-        << markdownCell(std::string(findingFix(f.kind))) << " |\n";
+        << markdownCell(std::string(findingFix(f))) << " |\n";
     }
     o << "\n";
   }

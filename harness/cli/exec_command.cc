@@ -11,6 +11,7 @@
 #include "harness/launch/stack_plan.h"
 #include "harness/model/run_layout.h"
 #include "harness/probe/fault_spec.h"
+#include "reports/finding_fixes.h"
 #include "reports/render.h"
 
 namespace faultline::cli {
@@ -129,8 +130,14 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
   } else if (report.extra.contains("trigger") && report.extra["trigger"].value("kind", "none") != "none") {
     out << "trigger: " << report.extra["trigger"].value("detail", "") << "\n";
   }
-  for (const auto& f : report.findings) {
-    if (!severityFails(f.severity, opts.fail_on)) out << f.severity << ": " << kindName(f.kind) << ": " << f.summary << "\n";
+  // Every finding, those that fail the run first, each with its fix: a
+  // "diagnosed" verdict with no root cause is a finding's, and says which.
+  for (const bool failing : {true, false}) {
+    for (const auto& f : report.findings) {
+      if (severityFails(f.severity, opts.fail_on) != failing) continue;
+      out << f.severity << ": " << kindName(f.kind) << ": " << f.summary << "\n";
+      if (failing) out << "  fix: " << reports::findingFix(f) << "\n";
+    }
   }
   return exitStatusOf(report, ExitPolicy{false, opts.fail_on});
 }

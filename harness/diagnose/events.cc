@@ -207,7 +207,7 @@ std::string* stringField(Event& e, std::string_view key) {
       {"addr", &Event::addr},     {"patch", &Event::patch},   {"error", &Event::error},
       {"torch", &Event::torch},   {"thread", &Event::thread}, {"traceback", &Event::traceback},
       {"site", &Event::site},     {"rank_cond", &Event::rank_cond}, {"at", &Event::at},
-      {"key", &Event::key},
+      {"key", &Event::key},     {"sink", &Event::sink},     {"stage", &Event::stage},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);
@@ -224,6 +224,22 @@ int64_t* intField(Event& e, std::string_view key) {
       {"t", &Event::t},       {"seq", &Event::seq},     {"numel", &Event::numel}, {"step", &Event::step},
       {"epoch", &Event::epoch}, {"count", &Event::count}, {"first", &Event::first}, {"last", &Event::last},
       {"line", &Event::line}, {"code", &Event::code},   {"world_size", &Event::world_size},
+      {"n", &Event::n},
+  };
+  for (const auto& f : kFields) {
+    if (f.key == key) return &(e.*f.member);
+  }
+  return nullptr;
+}
+
+std::optional<bool>* boolField(Event& e, std::string_view key) {
+  struct F {
+    std::string_view key;
+    std::optional<bool> Event::*member;
+  };
+  static constexpr F kFields[] = {
+      {"applied", &Event::applied}, {"sync", &Event::sync},         {"collective", &Event::collective},
+      {"monitored", &Event::monitored}, {"epoch_level", &Event::epoch_level},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);
@@ -291,10 +307,10 @@ bool parseInto(std::string_view line, Event& e) {
         else if (key == "rank") e.rank = static_cast<int>(iv);
         else if (key == "pid") e.pid = static_cast<int>(iv);
         else if (int64_t* f = intField(e, key)) *f = iv;
-      } else if ((p == 't' || p == 'f') && key == "applied") {
+      } else if (std::optional<bool>* f = (p == 't' || p == 'f') ? boolField(e, key) : nullptr) {
         const bool v = p == 't';
         if (!c.literal(v ? "true" : "false")) return false;
-        e.applied = v;
+        *f = v;
       } else {
         if (!c.skipValue()) return false;
       }

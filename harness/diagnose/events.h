@@ -38,6 +38,14 @@ struct Event {
   std::string at;
   // store_begin: the key (wait's keys joined by ",") a blocking store call waits for.
   std::string key;
+  // metric_log (a metric sink, the shim's _metrics.py): the sink, the
+  // Lightning stage it was logged in ("validation"), the n-th value of its
+  // name; the sink's own sync setting, whether it came out of a collective
+  // (unset: unknown), whether a checkpoint or early-stopping callback
+  // monitors it, whether it is an epoch's value.
+  std::string sink, stage;
+  int64_t n = -1;
+  std::optional<bool> sync, collective, monitored, epoch_level;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

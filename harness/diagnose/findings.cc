@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "harness/diagnose/instruments.h"
+#include "harness/diagnose/logged_metrics.h"
 #include "harness/diagnose/rank_list.h"
 #include "harness/diagnose/text.h"
 
@@ -555,8 +556,8 @@ std::vector<Finding> findNoPgDestroy(const RunInput& in) {
 
 std::vector<Finding> findFindings(const RunInput& in) {
   std::vector<Finding> out;
-  for (auto fn : {findSeedMismatch, findDivergedParams, findUnshardedData, findUnsyncedMetrics, findConcurrentWrites,
-                  findStraggler, findStragglerNode, findNoPgDestroy}) {
+  for (auto fn : {findSeedMismatch, findDivergedParams, findUnshardedData, findUnsyncedMetrics,
+                  findUnsyncedLoggedMetrics, findConcurrentWrites, findStraggler, findStragglerNode, findNoPgDestroy}) {
     auto v = fn(in);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }

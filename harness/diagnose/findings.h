@@ -1,5 +1,6 @@
 // Findings: the silent pitfalls of DDP code, read from the ranks' events
-// (seed_mismatch, diverged_params, unsharded_data, unsynced_metrics,
+// (seed_mismatch, diverged_params, unsharded_data, unsynced_metrics (also
+// from metric sinks: logged_metrics.h),
 // concurrent_writes, straggler, no_pg_destroy). A clean run has none.
 #pragma once
 

@@ -121,6 +121,20 @@ json toJson(const CollectiveSide& s) {
   };
 }
 
+json toJson(const LoggedMetric& m) {
+  json values = json::array();
+  for (const auto& v : m.values) values.push_back({{"rank", v.rank}, {"value", v.value}});
+  return {{"name", m.name},
+          {"sink", m.sink},
+          {"n", m.n},
+          {"step", opt(m.step)},
+          {"values", values},
+          {"logged_by", m.logged_by},
+          {"why", m.why},
+          {"sync", opt(m.sync)},
+          {"site", m.site.empty() ? json(nullptr) : json(m.site)}};
+}
+
 json toJson(const RootCause& rc) {
   json layers = json::array();
   for (const auto& l : rc.layers) layers.push_back({{"layer", l.layer}, {"text", l.text}});
@@ -225,6 +239,31 @@ class Reader {
   std::string path_;
   std::optional<Error> error_;
 };
+
+LoggedMetric loggedMetricFrom(Reader& r) {
+  LoggedMetric m;
+  r.get("name", m.name);
+  r.get("sink", m.sink);
+  r.get("n", m.n, false);
+  r.getOpt("step", m.step);
+  if (const json* vs = r.field("values", false); vs && vs->is_array()) {
+    for (const auto& v : *vs) {
+      Reader vr(v, "report.findings[].metric.values[]");
+      LoggedMetric::RankValue rv;
+      vr.get("rank", rv.rank);
+      vr.get("value", rv.value);
+      r.adopt(vr.error());
+      m.values.push_back(rv);
+    }
+  }
+  r.get("logged_by", m.logged_by, false);
+  r.get("why", m.why, false);
+  r.getOpt("sync", m.sync);
+  std::optional<std::string> site;
+  r.getOpt("site", site);
+  m.site = site.value_or("");
+  return m;
+}
 
 std::optional<RootCause> readRootCause(const json& j, Reader& parent) {
   if (j.is_null()) return std::nullopt;
@@ -348,11 +387,14 @@ json toJson(const Report& r) {
   }
   json findings = json::array();
   for (const auto& f : r.findings) {
-    findings.push_back({{"kind", kindName(f.kind)},
-                        {"ranks", f.ranks},
-                        {"severity", f.severity},
-                        {"summary", f.summary},
-                        {"evidence", f.evidence}});
+    json fj = {{"kind", kindName(f.kind)},
+               {"ranks", f.ranks},
+               {"severity", f.severity},
+               {"summary", f.summary},
+               {"evidence", f.evidence}};
+    if (!f.fix.empty()) fj["fix"] = f.fix;
+    if (f.metric) fj["metric"] = toJson(*f.metric);
+    findings.push_back(std::move(fj));
   }
   json faults = json::array();
   for (const auto& f : r.faults) faults.push_back(toJson(f));
@@ -553,6 +595,12 @@ Result<Report> reportFromJson(const json& j) {
       fr.get("severity", out.severity);
       fr.get("summary", out.summary);
       fr.get("evidence", out.evidence, false);
+      fr.get("fix", out.fix, false);
+      if (const json* m = fr.field("metric", false); m && !m->is_null()) {
+        Reader mr(*m, "report.findings[].metric");
+        out.metric = loggedMetricFrom(mr);
+        fr.adopt(mr.error());
+      }
       top.adopt(fr.error());
       r.findings.push_back(std::move(out));
     }

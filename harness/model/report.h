@@ -143,12 +143,33 @@ struct RankReport {
 };
 
 
+// An unsynced_metrics finding read from a metric sink (the shim's
+// metric_log events, docs/BLACKBOX.md "Metric sinks"): which value, each
+// rank's, what the sink kept, and why it was judged unsynchronised.
+struct LoggedMetric {
+  std::string name;
+  std::string sink;             // lightning, torchmetrics, accelerate, tensorboard, wandb
+  int64_t n = 0;                // the n-th value of the name from that sink
+  std::optional<int64_t> step;  // the sink's step (Lightning: the epoch of an epoch-level value)
+  struct RankValue {
+    int rank = 0;
+    double value = 0;
+  };
+  std::vector<RankValue> values;  // each rank's value, where the ranks computed it
+  std::vector<int> logged_by;     // the ranks whose value the sink wrote
+  std::string why;                // differs_across_ranks | no_collective
+  std::optional<bool> sync;       // the sink's own setting (sync_dist, sync_on_compute)
+  std::string site;               // the user's call that handed it to the sink
+};
+
 struct Finding {
   Kind kind = Kind::kUnknown;
   std::vector<int> ranks;
   std::string severity = "warning";  // error | warning
   std::string summary;
   std::string evidence;
+  std::string fix;                     // this finding's own fix; empty: the kind's (reports/finding_fixes.h)
+  std::optional<LoggedMetric> metric;  // unsynced_metrics from a metric sink
 };
 
 struct Survivor {

@@ -8,7 +8,7 @@ inherit RANK but are not ranks), or it is process i of
 torch.multiprocessing.spawn, or, without RANK, it calls init_process_group
 with a rank (Lightning's ranks, _late_rank.py). An active shim writes the rank's events:
 start, pg_init / pg_destroy, collective_begin / collective_end, step_begin /
-step_end, samples, fingerprint, error (docs/BLACKBOX.md says what each means
+step_end, samples, fingerprint, metric_log, error (docs/BLACKBOX.md says what each means
 and where it comes from), dumps every thread's stack into ranks/R/stacks.txt
 on SIGUSR1, and writes the torchelastic error file of an uncaught exception.
 Each patch says whether it applied (`instrument` events, _instrument.py), so
@@ -131,10 +131,12 @@ def boot():
     """Called by sitecustomize at start-up."""
     if not os.environ.get("FAULTLINE_EVENTS") and not os.environ.get("FAULTLINE_EVENTS_DIR"):
         return
-    from . import _spawn
+    from . import _metrics, _spawn
 
     # Any Python process of the run may start torch.multiprocessing.spawn children.
     _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned), "spawn.wrap")
+    # The metric sinks' classes, patched as they are imported, rank or not yet.
+    _metrics.install(_imports.when_imported)
     rank = _parse_rank(os.environ.get("RANK"))
     if rank is None:
         # Maybe a rank that init_process_group names (Lightning's: _late_rank).

@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 
-from . import _faults, _instrument, _site, _state
+from . import _faults, _instrument, _metrics, _site, _state
 
 # name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
 _COLLECTIVES = {
@@ -303,6 +303,8 @@ def _wrap(orig, op, tensor_param, peer_param, name):
             result = orig(*args, **kwargs)
         finally:
             _local.busy = False
+        # What it wrote (its first argument) now holds the job's value.
+        _metrics.after_collective(op, arg(args, kwargs, 0, params[0]))
         if not is_async:
             rec.collective("collective_end", op, seq, numel, dtype, extra)
         elif result is not None:

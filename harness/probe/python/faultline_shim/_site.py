@@ -74,6 +74,22 @@ def fields(depth=2):
     return out
 
 
+def site(depth=2):
+    """"file:line" of the innermost user frame `depth` frames up and outward,
+    or None: where a metric was handed to a logger (_metrics)."""
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return None
+    walked = 0
+    while f is not None and walked < _MAX_DEPTH:
+        if not _is_library(f.f_code.co_filename):
+            return "%s:%d" % (f.f_code.co_filename, f.f_lineno)
+        f = f.f_back
+        walked += 1
+    return None
+
+
 def _format(path):
     site = "%s:%d" % path[0]
     out = ',"site":' + json.dumps(site)

@@ -1,0 +1,433 @@
+"""Where a rank's metrics go, and whether they met a collective on the way:
+`metric_log` events (issue 33; docs/BLACKBOX.md, "Metric sinks").
+
+The fourth silent DDP pitfall is a metric computed on one rank's share of
+the data and logged as if it were the job's. The shim hooks the places
+people send metrics, on every rank (a sink that writes on the main process
+only is hooked before that check, so every rank's value is seen):
+
+- Lightning: the value each `self.log`ged name hands the loggers and
+  callbacks (_ResultCollection._get_cache: a step's value, or the epoch's
+  reduction), with its sync_dist; `self.log` itself for the call site, the
+  trainer's step and epoch, and whether a ModelCheckpoint or EarlyStopping
+  monitors the name;
+- torchmetrics: Metric.compute's result, with its sync_on_compute (a
+  Metric that Lightning logs is recorded once, under the logged name);
+- accelerate: Accelerator.log's values; gather_for_metrics, gather and
+  reduce mark what they return as having met a collective;
+- torch.utils.tensorboard: SummaryWriter.add_scalar / add_scalars;
+- wandb: Run.log.
+
+Provenance, cheaply: a collective marks the tensor it wrote (_dist calls
+after_collective); .item() and float() remember the last scalars they took
+out of tensors, with their tensor's mark, so that a float handed to a
+logger can be matched back; and the reducing collectives a rank calls from
+Python are counted, so a value can be said to have met none since its
+name's previous value.
+
+One event per value (CONTRACT.md section 3):
+    {"ev":"metric_log","sink":"lightning","name":"val_acc","n":2,"step":1,"value":0.81,
+     "sync":false,"collective":false,"stage":"validation","epoch_level":true,"monitored":true,
+     "site":"train.py:40"}
+type: the torchmetrics class of a Metric object Lightning logged.
+n: this is the n-th value of that name from that sink on this rank, so the
+same n is the same value on every rank. sync: the sink's own setting where
+it has one (Lightning's sync_dist, torchmetrics' sync_on_compute).
+collective: true when the value came out of a collective; false when it came
+from a tensor no collective wrote and no reducing collective ran on this
+rank since the name's previous value; absent when unknown.
+"""
+import collections
+import functools
+import threading
+import weakref
+
+from . import _instrument, _site, _state
+
+# The ops after which a rank's tensors may hold the job's value.
+REDUCING_OPS = frozenset(("allreduce", "allreduce_coalesced", "reduce", "allgather", "gather", "reduce_scatter",
+                          "broadcast"))
+_RECENT = 64
+
+_recent = collections.deque(maxlen=_RECENT)  # (scalar, came from a marked tensor) of the last .item()/float()
+_reducing = 0        # reducing collectives called from Python on this rank so far
+_last_reducing = {}  # (sink, name) -> _reducing at its previous value
+_counts = {}         # (sink, name) -> values so far
+_local = threading.local()  # .in_lightning: inside Lightning's logging (its Metric computes are its)
+_lightning = {"trainer": None, "sites": {}}  # the trainer (a weakref) and self.log's call site by name
+_metric_names = {}   # torchmetrics class name -> instances named so far
+_MARK = "_faultline_synced"
+
+
+def _mark(obj):
+    if isinstance(obj, (list, tuple)):
+        for x in obj:
+            _mark(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            _mark(x)
+    elif hasattr(obj, "numel"):
+        try:
+            setattr(obj, _MARK, True)
+        except (AttributeError, TypeError):
+            pass
+
+
+def _marked(t):
+    return getattr(t, _MARK, False) is True
+
+
+def after_collective(op, output):
+    """_dist's wrapper, after a collective returned: `output` is its first
+    argument (the tensor it wrote, or the list of them)."""
+    global _reducing
+    if op in REDUCING_OPS:
+        _reducing += 1
+        _mark(output)
+
+
+# --- provenance of scalars ---------------------------------------------------
+
+def _wrap_scalar(orig):
+    @functools.wraps(orig)
+    def scalar(self):
+        v = orig(self)
+        _recent.append((v, _marked(self)))
+        return v
+
+    scalar.__faultline_wrapped__ = orig
+    return scalar
+
+
+def _orig(fn):
+    return getattr(fn, "__faultline_wrapped__", fn)
+
+
+def patch_tensor(torch):
+    """torch, once imported: Tensor.item and Tensor.__float__ remember what they return."""
+    for name in ("item", "__float__"):
+        fn = getattr(torch.Tensor, name)
+        if not hasattr(fn, "__faultline_wrapped__"):
+            setattr(torch.Tensor, name, _wrap_scalar(fn))
+
+
+def _scalar(value):
+    """(float, from a marked tensor: True/False/None) of a logged value;
+    (None, None) for what is not one number."""
+    if hasattr(value, "numel") and hasattr(value, "detach"):
+        try:
+            if value.numel() != 1:
+                return None, None
+            return float(_orig(type(value).item)(value.detach())), _marked(value)
+        except Exception as e:  # noqa: BLE001
+            _instrument.pass_through(e)
+            return None, None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        return None, None
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return None, None
+    for seen, marked in reversed(_recent):
+        if seen == v:
+            return v, marked
+    return v, None
+
+
+# --- the event ---------------------------------------------------------------
+
+def _record(sink, name, value, step=None, sync=None, site=None, **extra):
+    rec = _state.recorder
+    if rec is None:
+        return
+    v, marked = _scalar(value)
+    if v is None or v != v:  # not a number, or NaN (never equal across ranks)
+        return
+    key = (sink, name)
+    n = _counts[key] = _counts.get(key, 0) + 1
+    met = _reducing != _last_reducing.get(key, 0)
+    _last_reducing[key] = _reducing
+    fields = {"sink": sink, "name": str(name)[:200], "n": n, "value": v}
+    if step is not None:
+        try:
+            fields["step"] = int(step)
+        except (TypeError, ValueError):
+            pass
+    if sync is not None:
+        fields["sync"] = bool(sync)
+    if marked:
+        fields["collective"] = True
+    elif marked is False and not met:
+        fields["collective"] = False
+    if site:
+        fields["site"] = site
+    fields.update((k, x) for k, x in extra.items() if x is not None)
+    rec.emit("metric_log", **fields)
+
+
+def _caller_site():
+    return _site.site(3)
+
+
+# --- Lightning ---------------------------------------------------------------
+
+def _lightning_trainer():
+    ref = _lightning["trainer"]
+    return ref() if ref is not None else None
+
+
+def _monitored(trainer, name):
+    try:
+        callbacks = list(getattr(trainer, "checkpoint_callbacks", []) or [])
+        callbacks += list(getattr(trainer, "early_stopping_callbacks", []) or [])
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
+        return None
+    return any(getattr(cb, "monitor", None) == name for cb in callbacks)
+
+
+def _wrap_module_log(orig):
+    @functools.wraps(orig)
+    def log(self, name, *args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                trainer = getattr(self, "_trainer", None)
+                if trainer is not None and _lightning_trainer() is not trainer:
+                    _lightning["trainer"] = weakref.ref(trainer)
+                if name not in _lightning["sites"]:
+                    _lightning["sites"][name] = _site.site(2)
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("metrics.lightning", e)
+        return orig(self, name, *args, **kwargs)
+
+    log.__faultline_wrapped__ = orig
+    return log
+
+
+def _stage(fx):
+    fx = fx or ""
+    for stage in ("validation", "test", "predict", "train"):
+        if stage in fx:
+            return "training" if stage == "train" else stage
+    return None
+
+
+def _lightning_value(result_metric, on_step, cache):
+    meta = result_metric.meta
+    name = meta.name
+    trainer = _lightning_trainer()
+    if trainer is not None and getattr(trainer, "sanity_checking", False):
+        return  # the sanity check's values reach no logger and no callback
+    metric_type = None
+    if result_metric.is_tensor:
+        sync = bool(meta.sync.should)
+    else:  # a torchmetrics Metric: it syncs itself
+        sync = bool(getattr(result_metric.value, "sync_on_compute", True))
+        metric_type = type(result_metric.value).__name__
+    step = None
+    if trainer is not None:
+        step = getattr(trainer, "global_step", None) if on_step else getattr(trainer, "current_epoch", None)
+    logged = meta.forked_name(on_step)
+    monitored = None
+    if trainer is not None:
+        monitored = _monitored(trainer, name) or _monitored(trainer, logged)
+    _record("lightning", logged, cache, step=step, sync=sync, site=_lightning["sites"].get(name),
+            stage=_stage(meta.fx), epoch_level=not on_step, monitored=monitored, type=metric_type)
+
+
+def _wrap_get_cache(orig):
+    @functools.wraps(orig)
+    def _get_cache(result_metric, on_step):
+        _local.in_lightning = True
+        try:
+            cache = orig(result_metric, on_step)
+        finally:
+            _local.in_lightning = False
+        if _state.recorder is not None and cache is not None:
+            try:
+                # Called for the loggers, the callbacks and the progress bar
+                # alike, each time with a fresh detach(): each value once, by
+                # the tensor it was detached from.
+                held = result_metric._forward_cache if on_step else result_metric._computed
+                seen = result_metric.__dict__.get("_faultline_seen")
+                if held is not None and (seen is None or seen() is not held):
+                    object.__setattr__(result_metric, "_faultline_seen", weakref.ref(held))
+                    _lightning_value(result_metric, on_step, cache)
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("metrics.lightning", e)
+        return cache
+
+    _get_cache.__faultline_wrapped__ = orig
+    return staticmethod(_get_cache)
+
+
+def patch_lightning_result(module):
+    """lightning.pytorch.trainer.connectors.logger_connector.result (or pytorch_lightning's)."""
+    Collection = module._ResultCollection
+    if not hasattr(Collection.__dict__["_get_cache"].__func__, "__faultline_wrapped__"):
+        Collection._get_cache = _wrap_get_cache(Collection.__dict__["_get_cache"].__func__)
+
+
+def patch_lightning_module(module):
+    """lightning.pytorch.core.module (or pytorch_lightning's)."""
+    Module = module.LightningModule
+    if not hasattr(Module.log, "__faultline_wrapped__"):
+        Module.log = _wrap_module_log(Module.log)
+
+
+# --- torchmetrics ------------------------------------------------------------
+
+def _metric_name(metric):
+    name = metric.__dict__.get("_faultline_name")
+    if name is None:
+        cls = type(metric).__name__
+        k = _metric_names.get(cls, 0)
+        _metric_names[cls] = k + 1
+        name = cls if k == 0 else "%s#%d" % (cls, k + 1)
+        object.__setattr__(metric, "_faultline_name", name)
+    return name
+
+
+def _wrap_wrap_compute(orig):
+    @functools.wraps(orig)
+    def _wrap_compute(self, compute):
+        wrapped = orig(self, compute)
+
+        @functools.wraps(wrapped)
+        def compute_and_record(*args, **kwargs):
+            out = wrapped(*args, **kwargs)
+            if _state.recorder is not None and not getattr(_local, "in_lightning", False):
+                try:
+                    _record("torchmetrics", _metric_name(self), out,
+                            sync=bool(getattr(self, "sync_on_compute", True)), site=_caller_site())
+                except Exception as e:  # noqa: BLE001
+                    _instrument.broke("metrics.torchmetrics", e)
+            return out
+
+        return compute_and_record
+
+    _wrap_compute.__faultline_wrapped__ = orig
+    return _wrap_compute
+
+
+def patch_torchmetrics(module):
+    """torchmetrics.metric: every Metric wraps its compute at construction."""
+    Metric = module.Metric
+    if not hasattr(Metric._wrap_compute, "__faultline_wrapped__"):
+        Metric._wrap_compute = _wrap_wrap_compute(Metric._wrap_compute)
+
+
+# --- accelerate --------------------------------------------------------------
+
+def _wrap_marking(orig):
+    @functools.wraps(orig)
+    def wrapper(*args, **kwargs):
+        out = orig(*args, **kwargs)
+        if _state.recorder is not None:
+            _mark(out)
+        return out
+
+    wrapper.__faultline_wrapped__ = orig
+    return wrapper
+
+
+def _wrap_dict_log(orig, sink, label, values_at, step_at):
+    """A log(values: dict, step=...) method: each number in the dict."""
+
+    @functools.wraps(orig)
+    def log(*args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                values = args[values_at] if len(args) > values_at else kwargs.get("values", kwargs.get("data"))
+                step = args[step_at] if len(args) > step_at else kwargs.get("step")
+                if isinstance(values, dict):
+                    site = _caller_site()
+                    for name, value in values.items():
+                        _record(sink, name, value, step=step, site=site)
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke(label, e)
+        return orig(*args, **kwargs)
+
+    log.__faultline_wrapped__ = orig
+    return log
+
+
+def patch_accelerate(module):
+    """accelerate.accelerator: Accelerator.log records; its gathers mark."""
+    A = module.Accelerator
+    if not hasattr(A.log, "__faultline_wrapped__"):
+        A.log = _wrap_dict_log(A.log, "accelerate", "metrics.accelerate", 1, 2)
+    for name in ("gather_for_metrics", "gather", "reduce"):
+        fn = getattr(A, name)
+        if not hasattr(fn, "__faultline_wrapped__"):
+            setattr(A, name, _wrap_marking(fn))
+
+
+# --- tensorboard and wandb ---------------------------------------------------
+
+def _wrap_add_scalar(orig):
+    @functools.wraps(orig)
+    def add_scalar(self, tag, scalar_value, global_step=None, *args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                _record("tensorboard", tag, scalar_value, step=global_step, site=_caller_site())
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("metrics.tensorboard", e)
+        return orig(self, tag, scalar_value, global_step, *args, **kwargs)
+
+    add_scalar.__faultline_wrapped__ = orig
+    return add_scalar
+
+
+def _wrap_add_scalars(orig):
+    @functools.wraps(orig)
+    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, *args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                site = _caller_site()
+                for tag, value in dict(tag_scalar_dict).items():
+                    _record("tensorboard", "%s/%s" % (main_tag, tag), value, step=global_step, site=site)
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("metrics.tensorboard", e)
+        return orig(self, main_tag, tag_scalar_dict, global_step, *args, **kwargs)
+
+    add_scalars.__faultline_wrapped__ = orig
+    return add_scalars
+
+
+def patch_tensorboard(module):
+    """torch.utils.tensorboard.writer."""
+    W = module.SummaryWriter
+    if not hasattr(W.add_scalar, "__faultline_wrapped__"):
+        W.add_scalar = _wrap_add_scalar(W.add_scalar)
+    if not hasattr(W.add_scalars, "__faultline_wrapped__"):
+        W.add_scalars = _wrap_add_scalars(W.add_scalars)
+
+
+def patch_wandb(module):
+    """wandb.sdk.wandb_run: Run.log(data, step=None, ...), what wandb.log is once a run exists."""
+    Run = module.Run
+    if not hasattr(Run.log, "__faultline_wrapped__"):
+        Run.log = _wrap_dict_log(Run.log, "wandb", "metrics.wandb", 1, 2)
+
+
+_SINKS = (
+    ("torch", patch_tensor, "metrics.provenance"),
+    ("lightning.pytorch.trainer.connectors.logger_connector.result", patch_lightning_result, "metrics.lightning"),
+    ("lightning.pytorch.core.module", patch_lightning_module, "metrics.lightning.log"),
+    ("pytorch_lightning.trainer.connectors.logger_connector.result", patch_lightning_result, "metrics.lightning"),
+    ("pytorch_lightning.core.module", patch_lightning_module, "metrics.lightning.log"),
+    ("torchmetrics.metric", patch_torchmetrics, "metrics.torchmetrics"),
+    ("accelerate.accelerator", patch_accelerate, "metrics.accelerate"),
+    ("torch.utils.tensorboard.writer", patch_tensorboard, "metrics.tensorboard"),
+    ("wandb.sdk.wandb_run", patch_wandb, "metrics.wandb"),
+)
+
+
+def install(when_imported):
+    """Registers every sink's patch with _imports.when_imported. At boot,
+    before this process is known to be a rank: the classes are patched as
+    they are imported (a Metric built before a late rank is named must
+    already carry the wrapper); a wrapper records only in a rank."""
+    for module, patch, label in _SINKS:
+        when_imported(module, lambda m, patch=patch, label=label: _instrument.attempt(label, patch, m), label)

@@ -1,0 +1,120 @@
+"""A plain PyTorch DDP classifier that evaluates every epoch, each rank on
+its own shard of the validation set (a DistributedSampler), and has rank 0
+write the accuracy where people write it (--sink):
+
+  tensorboard   torch.utils.tensorboard's SummaryWriter.add_scalar
+  wandb         wandb.log, in an offline run (WANDB_MODE=offline, no network)
+
+--sync says whether the counts meet first:
+
+  none          rank 0 logs (correct / total).item() of its own shard: the
+                seed's unsynchronised metric
+  all_reduce    every rank all-reduces correct and total first, then rank 0
+                logs the job's accuracy
+
+Run as `torchrun --nproc_per_node 2 metric_sinks.py --sink tensorboard
+--sync none` (or any launcher that sets RANK and WORLD_SIZE); CPU, Gloo.
+"""
+import argparse
+import os
+import sys
+import tempfile
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gloo_exit  # noqa: E402  torch 2.x's abort at exit; before any backward(), whose state it tracks
+
+
+def dataset(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, 16, generator=g)
+    y = ((x[:, 0] + 0.8 * torch.randn(n, generator=g)) > 0).long()  # noisy: shards score differently
+    return TensorDataset(x, y)
+
+
+def evaluate(model, val, sync):
+    model.eval()
+    correct = torch.zeros(())
+    total = torch.zeros(())
+    with torch.no_grad():
+        for xb, yb in val:
+            correct += (model(xb).argmax(dim=1) == yb).sum()
+            total += yb.numel()
+    if sync == "all_reduce":
+        dist.all_reduce(correct)
+        dist.all_reduce(total)
+    model.train()
+    return (correct / total).item()
+
+
+class Sink:
+    def __init__(self, kind, logs):
+        self.kind = kind
+        if kind == "tensorboard":
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.writer = SummaryWriter(log_dir=logs)
+        else:
+            import wandb
+
+            self.run = wandb.init(project="faultline-metrics", dir=logs, mode="offline")
+
+    def log(self, name, value, step):
+        if self.kind == "tensorboard":
+            self.writer.add_scalar(name, value, step)
+        else:
+            import wandb
+
+            wandb.log({name: value}, step=step)
+
+    def close(self):
+        if self.kind == "tensorboard":
+            self.writer.close()
+        else:
+            self.run.finish()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--sink", default="tensorboard", choices=["tensorboard", "wandb"])
+    p.add_argument("--sync", default="none", choices=["none", "all_reduce"])
+    p.add_argument("--epochs", type=int, default=2)
+    args = p.parse_args()
+
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    train_set, val_set = dataset(256, 1), dataset(96, 2)
+    train_sampler = DistributedSampler(train_set)
+    train = DataLoader(train_set, batch_size=8, sampler=train_sampler)
+    val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
+    with tempfile.TemporaryDirectory() as logs:
+        sink = Sink(args.sink, logs) if rank == 0 else None
+        for epoch in range(args.epochs):
+            train_sampler.set_epoch(epoch)
+            for i, (xb, yb) in enumerate(train):
+                if i == 4:
+                    break
+                opt.zero_grad()
+                nn.functional.cross_entropy(model(xb), yb).backward()
+                opt.step()
+            acc = evaluate(model, val, args.sync)
+            if rank == 0:
+                sink.log("val/acc", acc, epoch)
+                print("epoch %d: val/acc %.4f" % (epoch, acc), flush=True)
+        if sink is not None:
+            sink.close()
+    gloo_exit.settle(model)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
