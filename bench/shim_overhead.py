@@ -3,6 +3,8 @@
 trainer: 2 ranks, Gloo on CPU, one intra-op thread each, launched directly
 (no harness in between) with and without the Python shim, the LD_PRELOAD
 interposer, and both, plus the cost of one recorded collective call; and
+the cost of one metric handed to a sink ("metrics": loss.item() then
+SummaryWriter.add_scalar, the shim's metric provenance and metric_log); and
 the shim with scripted faults armed that never fire ("armed": a fault at a
 step and one at the N-th call of an op, both past the run's end, so every
 step and collective goes through the fault checks), against the shim alone.
@@ -40,6 +42,8 @@ PYTHON = os.environ.get("BENCH_PYTHON", "/usr/bin/python3")  # the interpreter w
 ARMED_FAULTS = "sigkill:rank=0:step=999999999;exit:rank=0,1:op=allreduce:nth=999999999"
 
 SIZES = {"tiny": (32, 64, 32), "small": (64, 256, 64)}  # (features, hidden, batch)
+# One process, A/B per call: "call" (one all_reduce), "metrics" (one logged value).
+IN_PROCESS = ("call", "metrics")
 
 
 def rank_main():
@@ -114,6 +118,40 @@ def micro_main():
                    "added_us": statistics.median(w - p for w, p in pairs), "steps": n * 21}, f)
 
 
+def metrics_main():
+    """One process, world size 1: the cost of handing one metric to a sink,
+    the way a training loop logs its loss every step: v = loss.item(), then
+    SummaryWriter.add_scalar(name, v, step). With the shim, blocks through
+    the wrappers (.item()'s provenance, add_scalar's metric_log event)
+    alternate with blocks through the unwrapped functions, as in "call"."""
+    import torch
+    from torch.utils.tensorboard import SummaryWriter
+
+    torch.set_num_threads(1)
+    logs = tempfile.mkdtemp(prefix="fl-bench-tb-")
+    writer = SummaryWriter(log_dir=logs, max_queue=1 << 20, flush_secs=3600)
+    t = torch.tensor(0.5)
+    item_w, add_w = torch.Tensor.item, SummaryWriter.add_scalar
+    item_p = getattr(item_w, "__faultline_wrapped__", item_w)
+    add_p = getattr(add_w, "__faultline_wrapped__", add_w)
+    n = max(200, int(os.environ["BENCH_STEPS"]) * 5)
+
+    def block(item, add):
+        c = time.process_time_ns()
+        for i in range(n):
+            add(writer, "train/loss", item(t), i)
+        return (time.process_time_ns() - c) / n / 1e3
+
+    for _ in range(2):
+        block(item_w, add_w)
+    pairs = [(block(item_w, add_w), block(item_p, add_p)) for _ in range(21)]
+    writer.close()
+    shutil.rmtree(logs, ignore_errors=True)
+    with open(os.environ["BENCH_OUT"], "w") as f:
+        json.dump({"median_us": statistics.median(w for w, _ in pairs), "cpu_us": statistics.median(w for w, _ in pairs),
+                   "added_us": statistics.median(w - p for w, p in pairs), "steps": n * 21}, f)
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -125,7 +163,7 @@ def run_once(config, size, steps, shim_dir, preload, work):
     out = os.path.join(events, "result.json")
     port = str(free_port())
     procs = []
-    world = 1 if size == "call" else 2
+    world = 1 if size in IN_PROCESS else 2
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=port, BENCH_SIZE=size, BENCH_STEPS=str(steps), BENCH_OUT=out, OMP_NUM_THREADS="1")
@@ -203,17 +241,17 @@ def main():
         for config, runs in by_config.items():
             row = {k: statistics.median(r[k] for r in runs) for k in ("median_us", "cpu_us")}
             over = {k: 100.0 * (row[k] - base[k]) / base[k] for k in row}
-            steps = runs[0]["steps"] + (0 if size == "call" else 20)
-            per_step = statistics.median(r["event_lines"] for r in runs) / (1 if size == "call" else 2) / max(1, steps)
+            steps = runs[0]["steps"] + (0 if size in IN_PROCESS else 20)
+            per_step = statistics.median(r["event_lines"] for r in runs) / (1 if size in IN_PROCESS else 2) / max(1, steps)
             summary.setdefault(size, {})[config] = {"wall_us": row["median_us"], "cpu_us": row["cpu_us"],
                                                     "wall_overhead_pct": over["median_us"],
                                                     "cpu_overhead_pct": over["cpu_us"],
                                                     "runs_wall_us": [r["median_us"] for r in runs],
                                                     "runs_cpu_us": [r["cpu_us"] for r in runs]}
-            if size == "call" and "added_us" in runs[0]:
+            if size in IN_PROCESS and "added_us" in runs[0]:
                 added = statistics.median(r["added_us"] for r in runs)
                 summary[size][config]["added_us_per_call"] = added
-                print(f"| call | {config} | {row['median_us']:.1f} | - | {row['cpu_us']:.1f} | "
+                print(f"| {size} | {config} | {row['median_us']:.1f} | - | {row['cpu_us']:.1f} | "
                       f"{added:+.2f} us per call (A/B in-process) | {per_step:.1f} |")
                 continue
             wall_over = "-" if config == "none" else "%+.1f%%" % over["median_us"]
@@ -235,6 +273,8 @@ def main():
 if __name__ == "__main__":
     if os.environ.get("BENCH_SIZE") == "call":
         micro_main()
+    elif os.environ.get("BENCH_SIZE") == "metrics":
+        metrics_main()
     elif os.environ.get("RANK") is not None and os.environ.get("BENCH_SIZE"):
         rank_main()
     else:

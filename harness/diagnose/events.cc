@@ -239,7 +239,7 @@ std::optional<bool>* boolField(Event& e, std::string_view key) {
   };
   static constexpr F kFields[] = {
       {"applied", &Event::applied}, {"sync", &Event::sync},         {"collective", &Event::collective},
-      {"monitored", &Event::monitored}, {"epoch_level", &Event::epoch_level},
+      {"monitored", &Event::monitored}, {"epoch_level", &Event::epoch_level}, {"shard", &Event::shard},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);

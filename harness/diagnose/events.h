@@ -42,10 +42,11 @@ struct Event {
   // Lightning stage it was logged in ("validation"), the n-th value of its
   // name; the sink's own sync setting, whether it came out of a collective
   // (unset: unknown), whether a checkpoint or early-stopping callback
-  // monitors it, whether it is an epoch's value.
+  // monitors it, whether it is an epoch's value, whether the rank's last
+  // DataLoader pass before it read the rank's share of the data.
   std::string sink, stage;
   int64_t n = -1;
-  std::optional<bool> sync, collective, monitored, epoch_level;
+  std::optional<bool> sync, collective, monitored, epoch_level, shard;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
   std::optional<double> value;

@@ -573,6 +573,7 @@ std::vector<UncheckedFinding> findUnchecked(const RunInput& in, const std::vecto
       {Kind::kSeedMismatch, {ShimEvidence::kFingerprint}},
       {Kind::kDivergedParams, {ShimEvidence::kFingerprint}},
       {Kind::kUnshardedData, {ShimEvidence::kSamples}},
+      {Kind::kUnsyncedMetrics, {ShimEvidence::kMetricSinks}},
       {Kind::kStraggler, {ShimEvidence::kSteps, ShimEvidence::kCollectives}},
       {Kind::kNoPgDestroy, {ShimEvidence::kProcessGroup}},
   };

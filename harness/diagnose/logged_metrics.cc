@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 
@@ -30,7 +31,35 @@ std::string num(double v) {
 
 bool agree(double a, double b) { return std::fabs(a - b) <= 1e-6 * std::max({1.0, std::fabs(a), std::fabs(b)}); }
 
-bool isFramework(const std::string& sink) { return sink == "lightning" || sink == "accelerate"; }
+// How each metric sink (the shim's metric_log `sink`) is named to a reader,
+// whose value it writes, and the fix in its own words.
+enum class Fix { kSyncDist, kSyncOnCompute, kGatherForMetrics, kAllReduce };
+struct Sink {
+  std::string_view name;
+  std::string_view call;  // what the user called
+  bool framework;         // a framework's own logging: a TensorBoard or wandb write of its names is its
+  bool main_writes;       // the main process (rank 0) writes every rank's call
+  Fix fix;
+};
+constexpr Sink kSinks[] = {
+    {"lightning", "Lightning's self.log", true, true, Fix::kSyncDist},
+    {"torchmetrics", "torchmetrics' compute()", false, false, Fix::kSyncOnCompute},
+    {"accelerate", "Accelerator.log", true, true, Fix::kGatherForMetrics},
+    {"accelerate.print", "Accelerator.print", false, true, Fix::kGatherForMetrics},
+    {"tensorboard", "SummaryWriter.add_scalar", false, false, Fix::kAllReduce},
+    {"wandb", "wandb.log", false, false, Fix::kAllReduce},
+};
+// A sink this reader does not know: named as written, each caller its own writer.
+constexpr Sink kOtherSink = {"", "", false, false, Fix::kAllReduce};
+
+const Sink& sinkOf(const std::string& name) {
+  for (const Sink& s : kSinks) {
+    if (s.name == name) return s;
+  }
+  return kOtherSink;
+}
+
+bool isFramework(const std::string& sink) { return sinkOf(sink).framework; }
 
 // A name that says it is one rank's: rank3/loss, loss_rank_1, local_acc, gpu0_util.
 bool namesOneRank(const std::string& name) {
@@ -45,27 +74,26 @@ bool looksLikeEvaluation(const std::string& name) {
 }
 
 std::string sinkText(const std::string& sink) {
-  if (sink == "lightning") return "Lightning's self.log";
-  if (sink == "torchmetrics") return "torchmetrics' compute()";
-  if (sink == "accelerate") return "Accelerator.log";
-  if (sink == "tensorboard") return "SummaryWriter.add_scalar";
-  if (sink == "wandb") return "wandb.log";
-  return sink;
+  const Sink& s = sinkOf(sink);
+  return s.call.empty() ? sink : std::string(s.call);
 }
 
 std::string fixFor(const std::string& sink, const std::string& name, const Event& e) {
-  if (sink == "lightning") {
-    if (!e.type.empty())  // a torchmetrics Metric object, logged with its sync turned off
-      return "Leave the torchmetrics Metric's sync_on_compute=True (its default) so compute() gathers every rank's "
-             "state, and self.log('" + name + "', metric) the Metric object.";
-    return "self.log('" + name + "', ..., sync_dist=True): Lightning all-reduces the value (mean) across ranks "
-           "before the loggers and callbacks see it.";
+  switch (sinkOf(sink).fix) {
+    case Fix::kSyncDist:
+      if (!e.type.empty())  // a torchmetrics Metric object, logged with its sync turned off
+        return "Leave the torchmetrics Metric's sync_on_compute=True (its default) so compute() gathers every rank's "
+               "state, and self.log('" + name + "', metric) the Metric object.";
+      return "self.log('" + name + "', ..., sync_dist=True): Lightning all-reduces the value (mean) across ranks "
+             "before the loggers and callbacks see it.";
+    case Fix::kSyncOnCompute:
+      return "Leave sync_on_compute=True (torchmetrics' default) so compute() gathers every rank's state.";
+    case Fix::kGatherForMetrics:
+      return "accelerator.gather_for_metrics((predictions, references)) before computing '" + name +
+             "' (or accelerator.reduce(t, reduction='mean')), then accelerator.log on every rank.";
+    case Fix::kAllReduce:
+      break;
   }
-  if (sink == "torchmetrics")
-    return "Leave sync_on_compute=True (torchmetrics' default) so compute() gathers every rank's state.";
-  if (sink == "accelerate")
-    return "accelerator.gather_for_metrics((predictions, references)) before computing '" + name +
-           "' (or accelerator.reduce(t, reduction='mean')), then accelerator.log on every rank.";
   return "torch.distributed.all_reduce(t) on every rank (divide by the world size for a mean) before .item(), "
          "then log '" + name + "' from rank 0.";
 }
@@ -82,8 +110,8 @@ std::string atText(const Event& e) {
 }
 
 std::vector<int> loggedBy(const std::string& sink, const std::vector<Value>& vs) {
-  // Lightning's loggers and accelerate's trackers write on rank 0 (the main process) alone.
-  if (isFramework(sink)) return {0};
+  // Lightning's loggers and accelerate's trackers and print write on rank 0 (the main process) alone.
+  if (sinkOf(sink).main_writes) return {0};
   std::vector<int> out;
   for (const auto& v : vs) out.push_back(v.rank);
   return out;
@@ -129,15 +157,17 @@ Finding makeFinding(const NameKey& key, const std::vector<Value>& vs, const std:
     f.summary = "metric '" + name + "' logged through " + sinkText(sink) + " by rank " +
                 std::to_string(vs.front().rank) + " alone at " + atText(first) +
                 " never met a collective: it is that rank's own value";
-    f.evidence = values + "; from a tensor no all_reduce, all_gather or reduce wrote, and none ran on that rank "
-                          "since the name's previous value";
+    f.evidence = values + "; computed after a pass over that rank's share of the data (a DistributedSampler), from a "
+                          "tensor no all_reduce, all_gather or reduce wrote, and none ran on that rank since the name's "
+                          "previous value";
   }
-  if (first.sync == false && sink == "lightning" && !first.type.empty())
+  const bool sync_dist = sinkOf(sink).fix == Fix::kSyncDist;
+  if (first.sync == false && !first.type.empty())
     f.evidence += "; a torchmetrics " + first.type + " with sync_on_compute=False";
-  else if (first.sync == false && sink == "lightning" && first.epoch_level == true)
+  else if (first.sync == false && sync_dist && first.epoch_level == true)
     f.evidence += "; self.log without sync_dist=True (Lightning warns: \"It is recommended to use `self.log('" +
                   withoutSuffix(name, "_epoch") + "', ..., sync_dist=True)` when logging on epoch level\")";
-  else if (first.sync == false && sink == "lightning")
+  else if (first.sync == false && sync_dist)
     f.evidence += "; self.log without sync_dist=True";
   else if (first.sync == false)
     f.evidence += "; " + sinkText(sink) + " with sync_on_compute=False";
@@ -169,7 +199,8 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
   for (const auto& key : order) {
     const auto& [sink, name] = key;
     if (namesOneRank(name)) continue;
-    if (!isFramework(sink) && sink != "torchmetrics" && framework_names.count(name)) continue;
+    // A TensorBoard or wandb write (or a print) of a name a framework logged is the framework's.
+    if (!isFramework(sink) && sinkOf(sink).fix != Fix::kSyncOnCompute && framework_names.count(name)) continue;
     const bool alone = ranks_of[key].size() == 1;
     for (auto it = values.lower_bound({sink, name, 1}); it != values.end(); ++it) {
       if (std::get<0>(it->first) != sink || std::get<1>(it->first) != name) break;
@@ -180,7 +211,7 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
         out.push_back(makeFinding(key, vs, "differs_across_ranks"));
         break;
       }
-      if (alone && vs.front().e->collective == false) {
+      if (alone && vs.front().e->collective == false && vs.front().e->shard == true) {
         out.push_back(makeFinding(key, vs, "no_collective"));
         break;
       }

@@ -16,9 +16,10 @@ namespace faultline::diagnose {
 // value:
 // - differs_across_ranks: the ranks that logged the n-th value of a name
 //   logged different numbers, each its own;
-// - no_collective: one rank alone logged it, from a tensor no collective
-//   wrote, with no reducing collective on that rank since the name's
-//   previous value.
+// - no_collective: one rank alone logged it, after a pass over its own
+//   share of the data, from a tensor no collective wrote, with no reducing
+//   collective on that rank since the name's previous value (rank 0
+//   evaluating the whole validation set alone is the job's value).
 // Names that say they are one rank's (rank3/loss, local_acc) are skipped, and
 // a TensorBoard or wandb value is left to the framework sink (Lightning,
 // accelerate) that logged the same name through it. An error for a value

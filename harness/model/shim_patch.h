@@ -13,6 +13,7 @@ enum class ShimEvidence {
   kFingerprint,   // fingerprint: seed_mismatch
   kSamples,       // samples: unsharded_data
   kProcessGroup,  // pg_init/pg_destroy: rendezvous failure, no_pg_destroy
+  kMetricSinks,   // metric_log: unsynced_metrics in a trainer's own logging
 };
 
 // Whether the patch `patch` is needed for `what`. "dist" and "ddp" are the
@@ -37,6 +38,8 @@ inline bool patchFeeds(std::string_view patch, ShimEvidence what) {
       return patch == "data.distributed_sampler" || patch == "data.dataloader";
     case ShimEvidence::kProcessGroup:
       return dist_all || pg;
+    case ShimEvidence::kMetricSinks:
+      return patch.substr(0, 8) == "metrics.";
   }
   return false;
 }

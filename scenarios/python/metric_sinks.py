@@ -11,6 +11,9 @@ write the accuracy where people write it (--sink):
                 seed's unsynchronised metric
   all_reduce    every rank all-reduces correct and total first, then rank 0
                 logs the job's accuracy
+  rank0_full    rank 0 alone evaluates the whole validation set (a plain
+                DataLoader, no sampler) and logs it: the job's accuracy, no
+                collective needed
 
 Run as `torchrun --nproc_per_node 2 metric_sinks.py --sink tensorboard
 --sync none` (or any launcher that sets RANK and WORLD_SIZE); CPU, Gloo.
@@ -83,7 +86,7 @@ class Sink:
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sink", default="tensorboard", choices=["tensorboard", "wandb"])
-    p.add_argument("--sync", default="none", choices=["none", "all_reduce"])
+    p.add_argument("--sync", default="none", choices=["none", "all_reduce", "rank0_full"])
     p.add_argument("--epochs", type=int, default=2)
     args = p.parse_args()
 
@@ -95,7 +98,10 @@ def main():
     train_set, val_set = dataset(256, 1), dataset(96, 2)
     train_sampler = DistributedSampler(train_set)
     train = DataLoader(train_set, batch_size=8, sampler=train_sampler)
-    val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
+    if args.sync == "rank0_full":
+        val = DataLoader(val_set, batch_size=8)  # every sample, on the one rank that evaluates
+    else:
+        val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
     with tempfile.TemporaryDirectory() as logs:
         sink = Sink(args.sink, logs) if rank == 0 else None
         for epoch in range(args.epochs):
@@ -106,7 +112,10 @@ def main():
                 opt.zero_grad()
                 nn.functional.cross_entropy(model(xb), yb).backward()
                 opt.step()
-            acc = evaluate(model, val, args.sync)
+            if args.sync == "rank0_full":
+                acc = evaluate(model.module, val, args.sync) if rank == 0 else None
+            else:
+                acc = evaluate(model, val, args.sync)
             if rank == 0:
                 sink.log("val/acc", acc, epoch)
                 print("epoch %d: val/acc %.4f" % (epoch, acc), flush=True)

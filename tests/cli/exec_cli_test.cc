@@ -290,6 +290,10 @@ TEST(ExecCli, AWarningFindingIsReportedAndDoesNotFailTheRun) {
                               kNoPgDestroy},
                              dir / "log");
   EXPECT_EQ(exitStatus(strict), 1) << readFile(dir / "log");
+  // A "diagnosed" verdict without a root cause says which finding failed it, and its fix.
+  EXPECT_NE(readFile(dir / "log").find("warning: no_pg_destroy: rank 0 exited without destroying the process group\n  fix: "),
+            std::string::npos)
+      << readFile(dir / "log");
   report = readReport(out + "/report.json");
   ASSERT_TRUE(report) << report.error().str();
   EXPECT_EQ(report->verdict, Verdict::kDiagnosed);

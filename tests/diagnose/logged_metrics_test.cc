@@ -74,7 +74,7 @@ TEST(LoggedMetrics, ATorchmetricsObjectWithoutSyncGetsItsOwnFix) {
 }
 
 TEST(LoggedMetrics, ARankZeroValueThatMetNoCollective) {
-  const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"step":0,"collective":false)";
+  const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"step":0,"collective":false,"shard":true)";
   auto f = findUnsyncedLoggedMetrics(runOf({{tb}, {}}));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].metric->why, "no_collective");
@@ -89,16 +89,22 @@ TEST(LoggedMetrics, ARankZeroValueOfUnknownProvenanceIsNotJudged) {
   EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{tb}, {}})).empty());
 }
 
+TEST(LoggedMetrics, RankZeroEvaluatingTheWholeSetAloneLogsTheJobsValue) {
+  // `if rank == 0: evaluate(model.module, full_val_loader)`: no collective, and none needed.
+  const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"collective":false,"shard":false)";
+  EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{tb}, {}})).empty());
+}
+
 TEST(LoggedMetrics, ANameThatSaysItIsOneRanksIsNotJudged) {
   const std::string r0 = R"("sink":"lightning","name":"val_acc_rank0","n":1,"value":0.5,"sync":false)";
-  const std::string r1 = R"("sink":"tensorboard","name":"rank1/loss","n":1,"value":0.7,"collective":false)";
+  const std::string r1 = R"("sink":"tensorboard","name":"rank1/loss","n":1,"value":0.7,"collective":false,"shard":true)";
   EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{r0}, {r1}})).empty());
 }
 
 TEST(LoggedMetrics, ATensorBoardWriteOfAFrameworksValueIsTheFrameworks) {
   const std::string acc0 = R"("sink":"accelerate","name":"val_acc","n":1,"value":0.5,"step":0)";
   const std::string acc1 = R"("sink":"accelerate","name":"val_acc","n":1,"value":0.7,"step":0)";
-  const std::string tb = R"("sink":"tensorboard","name":"val_acc","n":1,"value":0.5,"step":0,"collective":false)";
+  const std::string tb = R"("sink":"tensorboard","name":"val_acc","n":1,"value":0.5,"step":0,"collective":false,"shard":true)";
   auto f = findUnsyncedLoggedMetrics(runOf({{acc0, tb}, {acc1}}));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].metric->sink, "accelerate");
@@ -106,7 +112,7 @@ TEST(LoggedMetrics, ATensorBoardWriteOfAFrameworksValueIsTheFrameworks) {
 }
 
 TEST(LoggedMetrics, OneRankIsTheWholeJob) {
-  const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"collective":false)";
+  const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"collective":false,"shard":true)";
   EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{tb}})).empty());
 }
 

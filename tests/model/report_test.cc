@@ -28,7 +28,19 @@ Report sampleReport() {
               CollectiveSide{{0, 2, 3}, "allreduce", 10, "/app/t.py:9", {"/app/t.py:30"}, "/app/t.py:8: if rank == 0"}};
   r.root_cause = rc;
   r.ranks.push_back({0, 100, std::nullopt, std::string("SIGTERM"), RankRole::kKilledByTeardown, "waited", "tail"});
-  r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms"});
+  r.findings.push_back({Kind::kStraggler, {2}, "warning", "rank 2 is slow", "step 40 ms vs 5 ms", "", std::nullopt});
+  LoggedMetric m;
+  m.name = "val_acc";
+  m.sink = "lightning";
+  m.n = 2;
+  m.step = 1;
+  m.values = {{0, 0.5}, {1, 0.75}};
+  m.logged_by = {0};
+  m.why = "differs_across_ranks";
+  m.sync = false;
+  m.site = "/app/t.py:40";
+  r.findings.push_back({Kind::kUnsyncedMetrics, {0, 1}, "error", "val_acc differs", "rank 0 0.5, rank 1 0.75",
+                        "self.log('val_acc', ..., sync_dist=True)", m});
   r.teardown = {true, 120, Escalation::kSigterm, {{42, "sleep 100"}}, {"/dev/shm/x"}};
   r.expectations.push_back({"root_cause.rank", 1, 1, true, ExpectationStatus::kPass, ""});
   r.verdict = Verdict::kPass;
@@ -47,6 +59,9 @@ TEST(Report, RoundTripKeepsEveryField) {
   EXPECT_EQ(j["root_cause"]["kind"], "hung_collective");
   EXPECT_EQ(j["ranks"][0]["role"], "killed_by_teardown");
   EXPECT_EQ(j["teardown"]["escalation"], "sigterm");
+  EXPECT_FALSE(j["findings"][0].contains("fix"));  // only a finding with a fix of its own has one
+  EXPECT_EQ(j["findings"][1]["fix"], "self.log('val_acc', ..., sync_dist=True)");
+  EXPECT_EQ(j["findings"][1]["metric"]["values"][1]["value"], 0.75);
   auto back = reportFromJson(j);
   ASSERT_TRUE(back.has_value()) << back.error().str();
   EXPECT_EQ(toJson(*back), j);

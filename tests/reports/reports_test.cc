@@ -30,7 +30,7 @@ Report hostileReport() {
   r.root_cause = rc;
   r.ranks = {{0, 10, 1, std::nullopt, RankRole::kCollateral, "peer closed", kHostile},
              {1, 11, 1, std::nullopt, RankRole::kRootCause, kHostile, "Traceback...\n" + kHostile}};
-  r.findings = {{Kind::kStraggler, {1}, "warning", kHostile, kHostile}};
+  r.findings = {{Kind::kStraggler, {1}, "warning", kHostile, kHostile, "", std::nullopt}};
   r.expectations = {{"root_cause.rank", 1, 1, true, ExpectationStatus::kPass, ""},
                     {"root_cause.kind", "python_exception", kHostile, false, ExpectationStatus::kFail, ""},
                     {"teardown.clean", nlohmann::json{{"max", 1}}, true, false, ExpectationStatus::kUnresolved,
@@ -393,7 +393,7 @@ Report hostileEverywhere() {
   r.root_cause = rc;
   r.ranks = {{0, 10, std::nullopt, h, RankRole::kCollateral, h, very_long},
              {1, 11, 1, std::nullopt, RankRole::kRootCause, h, "Traceback\n" + h}};
-  r.findings = {{Kind::kStraggler, {1}, h, h, very_long}};
+  r.findings = {{Kind::kStraggler, {1}, h, h, very_long, "", std::nullopt}};
   r.teardown.clean = false;
   r.teardown.survivors = {{12, h}};
   r.teardown.leaks = {h};

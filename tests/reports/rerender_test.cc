@@ -72,7 +72,7 @@ class ReRender : public ::testing::Test {
     rc.layers = {{h, h}};
     r.root_cause = rc;
     r.ranks = {{0, 1, 0, std::nullopt, RankRole::kClean, h, h}, {1, 2, 1, std::nullopt, RankRole::kRootCause, h, h}};
-    r.findings = {{Kind::kStraggler, {1}, h, h, h}};
+    r.findings = {{Kind::kStraggler, {1}, h, h, h, h, std::nullopt}};
     r.teardown.survivors = {{3, h}};
     r.teardown.leaks = {h};
     r.expectations = {{h, h, h, false, ExpectationStatus::kFail, h}};

@@ -22,7 +22,7 @@ indices are included when there are at most 4096.
 import atexit
 import functools
 
-from . import _faults, _instrument, _state
+from . import _faults, _instrument, _metrics, _state
 
 _M64 = (1 << 64) - 1
 _source = None      # the followed sampler or DataLoader
@@ -189,8 +189,11 @@ def _follow_loader_pass(it, loader):
         # every batch of the sampler it wraps, on every rank.
         it._sampler_iter = iter(unsharded)
     inner = getattr(batch_sampler, "sampler", None)
-    if _distributed_sampler is not None and (isinstance(sampler, _distributed_sampler) or
-                                             isinstance(inner, _distributed_sampler)):
+    distributed = _distributed_sampler is not None and (isinstance(sampler, _distributed_sampler) or
+                                                        isinstance(inner, _distributed_sampler))
+    # What a metric computed after this pass saw: this rank's share, or all of it.
+    _metrics.last_pass_sharded = distributed or unsharded is not None
+    if distributed:
         return  # the sampler reports itself
     if getattr(loader, "_dataset_kind", 0) != 0:
         return  # an iterable-style dataset: no sampler, no indices

@@ -13,8 +13,10 @@ only is hooked before that check, so every rank's value is seen):
   monitors the name;
 - torchmetrics: Metric.compute's result, with its sync_on_compute (a
   Metric that Lightning logs is recorded once, under the logged name);
-- accelerate: Accelerator.log's values; gather_for_metrics, gather and
-  reduce mark what they return as having met a collective;
+- accelerate: Accelerator.log's values, and the numbers Accelerator.print
+  prints that a tensor gave (.item() to the digits printed), named by the
+  word before them; gather_for_metrics, gather and reduce mark what they
+  return as having met a collective;
 - torch.utils.tensorboard: SummaryWriter.add_scalar / add_scalars;
 - wandb: Run.log.
 
@@ -35,10 +37,14 @@ same n is the same value on every rank. sync: the sink's own setting where
 it has one (Lightning's sync_dist, torchmetrics' sync_on_compute).
 collective: true when the value came out of a collective; false when it came
 from a tensor no collective wrote and no reducing collective ran on this
-rank since the name's previous value; absent when unknown.
+rank since the name's previous value; absent when unknown. shard: whether
+the last DataLoader pass this rank started read its own share of the data
+(absent before any): a value rank 0 computed over the whole validation set
+is the job's without a collective.
 """
 import collections
 import functools
+import re
 import threading
 import weakref
 
@@ -57,6 +63,11 @@ _local = threading.local()  # .in_lightning: inside Lightning's logging (its Met
 _lightning = {"trainer": None, "sites": {}}  # the trainer (a weakref) and self.log's call site by name
 _metric_names = {}   # torchmetrics class name -> instances named so far
 _MARK = "_faultline_synced"
+# Set by _data at the start of each DataLoader pass: whether it reads this
+# rank's share (a DistributedSampler, accelerate's batch shards) or all of
+# the data; None before any pass. A rank-0 value after a pass over the whole
+# validation set is the job's, collective or not.
+last_pass_sharded = None
 
 
 def _mark(obj):
@@ -159,6 +170,8 @@ def _record(sink, name, value, step=None, sync=None, site=None, **extra):
         fields["collective"] = True
     elif marked is False and not met:
         fields["collective"] = False
+    if last_pass_sharded is not None:
+        fields["shard"] = last_pass_sharded
     if site:
         fields["site"] = site
     fields.update((k, x) for k, x in extra.items() if x is not None)
@@ -352,11 +365,63 @@ def _wrap_dict_log(orig, sink, label, values_at, step_at):
     return log
 
 
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+_WORD = re.compile(r"([A-Za-z_][\w./-]*)\W*$")
+
+
+def _from_tensor(token):
+    """The recent .item()/float() scalar a printed number shows, to the
+    digits printed; None when no tensor gave it (a step count, a time)."""
+    decimals = len(token.split(".")[1]) if "." in token and "e" not in token.lower() else None
+    try:
+        shown = float(token)
+    except ValueError:
+        return None
+    for seen, marked in reversed(_recent):
+        if isinstance(seen, float) and (seen == shown or decimals is not None and round(seen, decimals) == shown):
+            return seen, marked
+    return None
+
+
+def _printed_metrics(text):
+    """(name, value) of each number in a printed line that a tensor gave:
+    the word before it names it ("epoch 3: val_acc 0.8125" -> val_acc)."""
+    out = []
+    for m in _NUMBER.finditer(text):
+        found = _from_tensor(m.group())
+        word = _WORD.search(text[:m.start()]) if found is not None else None
+        if word:
+            out.append((word.group(1), found[0]))  # the scalar itself: its provenance is known
+    return out
+
+
+def _wrap_print(orig):
+    """Accelerator.print: the main process prints; every rank says what it
+    would have, so that a number each rank computed for itself shows."""
+
+    @functools.wraps(orig)
+    def print_(self, *args, **kwargs):
+        if _state.recorder is not None:
+            try:
+                text = kwargs.get("sep", " ").join(str(a) for a in args)
+                site = _caller_site()
+                for name, value in _printed_metrics(text):
+                    _record("accelerate.print", name, value, site=site)
+            except Exception as e:  # noqa: BLE001
+                _instrument.broke("metrics.accelerate", e)
+        return orig(self, *args, **kwargs)
+
+    print_.__faultline_wrapped__ = orig
+    return print_
+
+
 def patch_accelerate(module):
-    """accelerate.accelerator: Accelerator.log records; its gathers mark."""
+    """accelerate.accelerator: Accelerator.log and print record; its gathers mark."""
     A = module.Accelerator
     if not hasattr(A.log, "__faultline_wrapped__"):
         A.log = _wrap_dict_log(A.log, "accelerate", "metrics.accelerate", 1, 2)
+    if not hasattr(A.print, "__faultline_wrapped__"):
+        A.print = _wrap_print(A.print)
     for name in ("gather_for_metrics", "gather", "reduce"):
         fn = getattr(A, name)
         if not hasattr(fn, "__faultline_wrapped__"):
