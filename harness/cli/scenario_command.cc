@@ -27,6 +27,12 @@
 namespace faultline::cli {
 namespace {
 
+// The suite's progress and summary columns: the longest scenario name and
+// stack label (metrics-accelerate-gather-for-metrics, torchrun-multinode@2.13)
+// with room to spare, so a row never runs its columns together.
+constexpr int kNameColumn = 42;
+constexpr int kStackColumn = 25;
+
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
@@ -363,7 +369,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     ++done;
     if (o.progress_tty) erase();
     out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(12) << verdictName(entry.report.verdict)
-        << std::setw(34) << s.name << std::setw(15) << entry.stack << fmtSeconds(outcome.wall_ms) << "  "
+        << std::setw(kNameColumn) << s.name << std::setw(kStackColumn) << entry.stack << fmtSeconds(outcome.wall_ms) << "  "
         << reports::headline(entry.report) << "\n";
     suite.entries[i] = std::move(entry);
   };
@@ -384,14 +390,14 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   if (auto w = reports::renderSuite(suite, root); !w) err << "faultline suite: " << w.error().str() << "\n";
 
   // The summary table: scenario, stack, verdict, root cause, teardown time.
-  out << "\n" << std::left << std::setw(34) << "scenario" << std::setw(15) << "stack" << std::setw(12) << "verdict"
+  out << "\n" << std::left << std::setw(kNameColumn) << "scenario" << std::setw(kStackColumn) << "stack" << std::setw(12) << "verdict"
       << std::setw(10) << "teardown" << "root cause\n";
   std::vector<const Report*> reports;
   std::map<std::string, int> counts;
   for (const auto& e : suite.entries) {
     reports.push_back(&e.report);
     ++counts[verdictName(e.report.verdict)];
-    out << std::setw(34) << e.name << std::setw(15) << e.stack << std::setw(12) << verdictName(e.report.verdict)
+    out << std::setw(kNameColumn) << e.name << std::setw(kStackColumn) << e.stack << std::setw(12) << verdictName(e.report.verdict)
         << std::setw(10) << (std::to_string(e.report.teardown.duration_ms) + " ms") << reports::headline(e.report) << "\n";
   }
   out << "\n";

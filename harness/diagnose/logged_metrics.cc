@@ -67,6 +67,15 @@ bool namesOneRank(const std::string& name) {
   return std::regex_search(name, re);
 }
 
+// A measure of the machine, not of the model (a step's time, throughput,
+// memory): each rank's own by nature, and not what syncing is for.
+bool measuresTheMachine(const std::string& name) {
+  static const std::regex re(
+      R"((^|[^a-z])(time|times|duration|elapsed|latency|throughput|speed|sec|secs|seconds|ms|fps|mem|memory|rss)([^a-z]|$))",
+      std::regex::icase);
+  return std::regex_search(name, re);
+}
+
 bool looksLikeEvaluation(const std::string& name) {
   static const std::regex re(R"((^|[^a-z])(val|valid|validation|eval|evaluation|test|dev)([^a-z]|$))",
                              std::regex::icase);
@@ -198,7 +207,7 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
   std::vector<Finding> out;
   for (const auto& key : order) {
     const auto& [sink, name] = key;
-    if (namesOneRank(name)) continue;
+    if (namesOneRank(name) || measuresTheMachine(name)) continue;
     // A TensorBoard or wandb write (or a print) of a name a framework logged is the framework's.
     if (!isFramework(sink) && sinkOf(sink).fix != Fix::kSyncOnCompute && framework_names.count(name)) continue;
     const bool alone = ranks_of[key].size() == 1;

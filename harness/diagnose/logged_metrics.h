@@ -20,7 +20,8 @@ namespace faultline::diagnose {
 //   share of the data, from a tensor no collective wrote, with no reducing
 //   collective on that rank since the name's previous value (rank 0
 //   evaluating the whole validation set alone is the job's value).
-// Names that say they are one rank's (rank3/loss, local_acc) are skipped, and
+// Names that say they are one rank's (rank3/loss, local_acc) or measure the
+// machine (step_time, throughput, memory) are skipped, and
 // a TensorBoard or wandb value is left to the framework sink (Lightning,
 // accelerate) that logged the same name through it. An error for a value
 // that decides checkpointing or early stopping, or a validation or test

@@ -101,6 +101,18 @@ TEST(LoggedMetrics, ANameThatSaysItIsOneRanksIsNotJudged) {
   EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{r0}, {r1}})).empty());
 }
 
+TEST(LoggedMetrics, ATimeOrMemoryOfEachRankIsNotJudged) {
+  for (const std::string name : {"step_time", "epoch/duration", "samples_per_sec", "gpu_mem", "throughput"}) {
+    const std::string r0 = R"("sink":"lightning","name":")" + name + R"(","n":1,"value":0.31,"sync":false)";
+    const std::string r1 = R"("sink":"lightning","name":")" + name + R"(","n":1,"value":0.29,"sync":false)";
+    EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{r0}, {r1}})).empty()) << name;
+  }
+  // Not every "time" is one: a timestep's loss is the model's.
+  const std::string a = R"("sink":"lightning","name":"timestep_loss","n":1,"value":0.31,"sync":false)";
+  const std::string b = R"("sink":"lightning","name":"timestep_loss","n":1,"value":0.29,"sync":false)";
+  EXPECT_EQ(findUnsyncedLoggedMetrics(runOf({{a}, {b}})).size(), 1u);
+}
+
 TEST(LoggedMetrics, ATensorBoardWriteOfAFrameworksValueIsTheFrameworks) {
   const std::string acc0 = R"("sink":"accelerate","name":"val_acc","n":1,"value":0.5,"step":0)";
   const std::string acc1 = R"("sink":"accelerate","name":"val_acc","n":1,"value":0.7,"step":0)";
