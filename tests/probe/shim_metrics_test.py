@@ -5,6 +5,7 @@ sinks' wrappers on stand-in classes (Accelerator.log, SummaryWriter,
 torchmetrics' compute wrapper).
 
 Run: python3 tests/probe/shim_metrics_test.py (ctest: shim_metrics)."""
+import json
 import os
 import sys
 import unittest
@@ -34,11 +35,13 @@ class FakeTensor:
 
 
 class Recorder:
+    """_events.Recorder's emit_json, read back as the harness reads it."""
+
     def __init__(self):
         self.events = []
 
-    def emit(self, ev, **fields):
-        self.events.append(dict(fields, ev=ev))
+    def emit_json(self, ev, fields):
+        self.events.append(dict(json.loads("{" + fields[1:] + "}"), ev=ev))
 
 
 def fresh():
@@ -102,9 +105,16 @@ class Provenance(unittest.TestCase):
         self.assertNotIn("collective", self.rec.events[-1])
 
     def test_not_a_number_is_not_recorded(self):
-        for v in ("text", None, float("nan"), FakeTensor(1.0, n=4), True):
+        for v in ("text", None, float("nan"), float("inf"), FakeTensor(1.0, n=4), True):
             _metrics._record("wandb", "x", v)
         self.assertEqual(self.rec.events, [])
+
+    def test_each_value_is_a_json_line_whatever_the_name(self):
+        for i, name in enumerate(['val "acc"\n', "acc/\u00e9t\u00e9", "x" * 300]):
+            _metrics._record("tensorboard", name, 1e-05 * (i + 1), step=i, sync=True, stage="validation")
+            e = self.rec.events[-1]
+            self.assertEqual((e["name"], e["value"], e["step"], e["sync"], e["stage"]),
+                             (name[:200], 1e-05 * (i + 1), i, True, "validation"))
 
     def test_nothing_is_recorded_outside_a_rank(self):
         _state.recorder = None

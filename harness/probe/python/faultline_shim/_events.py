@@ -46,6 +46,11 @@ class Recorder:
             head += "}"
         self._write(head + "\n")
 
+    def emit_json(self, ev, fields):
+        """An event whose fields are already JSON: `fields` is ',"k":v,...'
+        (the metric sinks' per-value path, _metrics)."""
+        self._write('{"t":%d,"rank":%d,"pid":%d,"ev":"%s"%s}\n' % (time.time_ns(), self.rank, self._pid, ev, fields))
+
     def store(self, ev, op, key, extra=""):
         """store_begin / store_end: a blocking c10d store call (get, wait) and
         its key; `extra` is the call site's fields (_site.fields())."""

@@ -44,6 +44,8 @@ is the job's without a collective.
 """
 import collections
 import functools
+import json
+import math
 import re
 import threading
 import weakref
@@ -129,7 +131,7 @@ def _scalar(value):
         try:
             if value.numel() != 1:
                 return None, None
-            return float(_orig(type(value).item)(value.detach())), _marked(value)
+            return float(_orig(type(value).item)(value)), _marked(value)
         except Exception as e:  # noqa: BLE001
             _instrument.pass_through(e)
             return None, None
@@ -147,35 +149,53 @@ def _scalar(value):
 
 # --- the event ---------------------------------------------------------------
 
+_fixed = {}  # the fields a name's values share (sink, name, sync, site, ...) -> their JSON
+_FIXED_MAX = 4096
+
+
+def _fixed_json(sink, name, sync, site, extra):
+    """',"sink":...,"name":...' for the fields that stay the same from one
+    value of a name to the next, encoded once: the per-value path formats
+    only n, value, step and provenance."""
+    key = (sink, name, sync, site, tuple(sorted(extra.items())))
+    out = _fixed.get(key)
+    if out is None:
+        fields = {"sink": sink, "name": str(name)[:200]}
+        if sync is not None:
+            fields["sync"] = bool(sync)
+        if site:
+            fields["site"] = site
+        fields.update((k, x) for k, x in extra.items() if x is not None)
+        out = "," + json.dumps(fields, separators=(",", ":"), ensure_ascii=True, default=str)[1:-1]
+        if len(_fixed) < _FIXED_MAX:
+            _fixed[key] = out
+    return out
+
+
 def _record(sink, name, value, step=None, sync=None, site=None, **extra):
     rec = _state.recorder
     if rec is None:
         return
     v, marked = _scalar(value)
-    if v is None or v != v:  # not a number, or NaN (never equal across ranks)
+    if v is None or not math.isfinite(v):  # not a number; NaN and inf never agree across ranks
         return
     key = (sink, name)
     n = _counts[key] = _counts.get(key, 0) + 1
     met = _reducing != _last_reducing.get(key, 0)
     _last_reducing[key] = _reducing
-    fields = {"sink": sink, "name": str(name)[:200], "n": n, "value": v}
+    body = _fixed_json(sink, name, sync, site, extra) + ',"n":%d,"value":%r' % (n, v)
     if step is not None:
         try:
-            fields["step"] = int(step)
+            body += ',"step":%d' % int(step)
         except (TypeError, ValueError):
             pass
-    if sync is not None:
-        fields["sync"] = bool(sync)
     if marked:
-        fields["collective"] = True
+        body += ',"collective":true'
     elif marked is False and not met:
-        fields["collective"] = False
+        body += ',"collective":false'
     if last_pass_sharded is not None:
-        fields["shard"] = last_pass_sharded
-    if site:
-        fields["site"] = site
-    fields.update((k, x) for k, x in extra.items() if x is not None)
-    rec.emit("metric_log", **fields)
+        body += ',"shard":true' if last_pass_sharded else ',"shard":false'
+    rec.emit_json("metric_log", body)
 
 
 def _caller_site():
