@@ -99,6 +99,14 @@ def after_collective(op, output):
         _mark(output)
 
 
+def _wrap_once(cls, name, wrapper_for):
+    """cls.name = wrapper_for(cls.name), unless it already is a wrapper (a
+    module imported again, a subclass that inherits the patched method)."""
+    fn = getattr(cls, name)
+    if not hasattr(fn, "__faultline_wrapped__"):
+        setattr(cls, name, wrapper_for(fn))
+
+
 # --- provenance of scalars ---------------------------------------------------
 
 def _wrap_scalar(orig):
@@ -119,9 +127,7 @@ def _orig(fn):
 def patch_tensor(torch):
     """torch, once imported: Tensor.item and Tensor.__float__ remember what they return."""
     for name in ("item", "__float__"):
-        fn = getattr(torch.Tensor, name)
-        if not hasattr(fn, "__faultline_wrapped__"):
-            setattr(torch.Tensor, name, _wrap_scalar(fn))
+        _wrap_once(torch.Tensor, name, _wrap_scalar)
 
 
 def _scalar(value):
@@ -303,9 +309,7 @@ def patch_lightning_result(module):
 
 def patch_lightning_module(module):
     """lightning.pytorch.core.module (or pytorch_lightning's)."""
-    Module = module.LightningModule
-    if not hasattr(Module.log, "__faultline_wrapped__"):
-        Module.log = _wrap_module_log(Module.log)
+    _wrap_once(module.LightningModule, "log", _wrap_module_log)
 
 
 # --- torchmetrics ------------------------------------------------------------
@@ -345,9 +349,62 @@ def _wrap_wrap_compute(orig):
 
 def patch_torchmetrics(module):
     """torchmetrics.metric: every Metric wraps its compute at construction."""
-    Metric = module.Metric
-    if not hasattr(Metric._wrap_compute, "__faultline_wrapped__"):
-        Metric._wrap_compute = _wrap_wrap_compute(Metric._wrap_compute)
+    _wrap_once(module.Metric, "_wrap_compute", _wrap_wrap_compute)
+
+
+# --- the sinks' methods -------------------------------------------------------
+
+def _arg(args, kwargs, i, name, default=None):
+    return args[i] if len(args) > i else kwargs.get(name, default)
+
+
+def _recording(sink, label, values_of):
+    """A wrapper for a sink's method that records, on every rank, each
+    (name, value, step) values_of(args, kwargs) finds in a call (args[0] is
+    the sink's self), then makes the call."""
+
+    def wrapper_for(orig):
+        @functools.wraps(orig)
+        def wrapper(*args, **kwargs):
+            if _state.recorder is not None:
+                try:
+                    site = _caller_site()
+                    for name, value, step in values_of(args, kwargs):
+                        _record(sink, name, value, step=step, site=site)
+                except Exception as e:  # noqa: BLE001
+                    _instrument.broke(label, e)
+            return orig(*args, **kwargs)
+
+        wrapper.__faultline_wrapped__ = orig
+        return wrapper
+
+    return wrapper_for
+
+
+def _dict_values(args, kwargs):
+    """log(values: dict, step=None): Accelerator.log, wandb's Run.log (data)."""
+    values = _arg(args, kwargs, 1, "values", kwargs.get("data"))
+    step = _arg(args, kwargs, 2, "step")
+    return [(name, value, step) for name, value in values.items()] if isinstance(values, dict) else []
+
+
+def _printed_values(args, kwargs):
+    """Accelerator.print(*args): the main process prints; every rank says
+    what it would have, so that a number each rank computed for itself shows."""
+    text = kwargs.get("sep", " ").join(str(a) for a in args[1:])
+    return [(name, value, None) for name, value in _printed_metrics(text)]
+
+
+def _scalar_values(args, kwargs):
+    """SummaryWriter.add_scalar(tag, scalar_value, global_step=None, ...)."""
+    return [(_arg(args, kwargs, 1, "tag"), _arg(args, kwargs, 2, "scalar_value"), _arg(args, kwargs, 3, "global_step"))]
+
+
+def _scalars_values(args, kwargs):
+    """SummaryWriter.add_scalars(main_tag, tag_scalar_dict, global_step=None, ...): main_tag/tag each."""
+    main, values = _arg(args, kwargs, 1, "main_tag"), _arg(args, kwargs, 2, "tag_scalar_dict")
+    step = _arg(args, kwargs, 3, "global_step")
+    return [("%s/%s" % (main, tag), value, step) for tag, value in dict(values or {}).items()]
 
 
 # --- accelerate --------------------------------------------------------------
@@ -362,27 +419,6 @@ def _wrap_marking(orig):
 
     wrapper.__faultline_wrapped__ = orig
     return wrapper
-
-
-def _wrap_dict_log(orig, sink, label, values_at, step_at):
-    """A log(values: dict, step=...) method: each number in the dict."""
-
-    @functools.wraps(orig)
-    def log(*args, **kwargs):
-        if _state.recorder is not None:
-            try:
-                values = args[values_at] if len(args) > values_at else kwargs.get("values", kwargs.get("data"))
-                step = args[step_at] if len(args) > step_at else kwargs.get("step")
-                if isinstance(values, dict):
-                    site = _caller_site()
-                    for name, value in values.items():
-                        _record(sink, name, value, step=step, site=site)
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke(label, e)
-        return orig(*args, **kwargs)
-
-    log.__faultline_wrapped__ = orig
-    return log
 
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
@@ -415,85 +451,26 @@ def _printed_metrics(text):
     return out
 
 
-def _wrap_print(orig):
-    """Accelerator.print: the main process prints; every rank says what it
-    would have, so that a number each rank computed for itself shows."""
-
-    @functools.wraps(orig)
-    def print_(self, *args, **kwargs):
-        if _state.recorder is not None:
-            try:
-                text = kwargs.get("sep", " ").join(str(a) for a in args)
-                site = _caller_site()
-                for name, value in _printed_metrics(text):
-                    _record("accelerate.print", name, value, site=site)
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke("metrics.accelerate", e)
-        return orig(self, *args, **kwargs)
-
-    print_.__faultline_wrapped__ = orig
-    return print_
-
-
 def patch_accelerate(module):
     """accelerate.accelerator: Accelerator.log and print record; its gathers mark."""
     A = module.Accelerator
-    if not hasattr(A.log, "__faultline_wrapped__"):
-        A.log = _wrap_dict_log(A.log, "accelerate", "metrics.accelerate", 1, 2)
-    if not hasattr(A.print, "__faultline_wrapped__"):
-        A.print = _wrap_print(A.print)
+    _wrap_once(A, "log", _recording("accelerate", "metrics.accelerate", _dict_values))
+    _wrap_once(A, "print", _recording("accelerate.print", "metrics.accelerate", _printed_values))
     for name in ("gather_for_metrics", "gather", "reduce"):
-        fn = getattr(A, name)
-        if not hasattr(fn, "__faultline_wrapped__"):
-            setattr(A, name, _wrap_marking(fn))
+        _wrap_once(A, name, _wrap_marking)
 
 
 # --- tensorboard and wandb ---------------------------------------------------
 
-def _wrap_add_scalar(orig):
-    @functools.wraps(orig)
-    def add_scalar(self, tag, scalar_value, global_step=None, *args, **kwargs):
-        if _state.recorder is not None:
-            try:
-                _record("tensorboard", tag, scalar_value, step=global_step, site=_caller_site())
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke("metrics.tensorboard", e)
-        return orig(self, tag, scalar_value, global_step, *args, **kwargs)
-
-    add_scalar.__faultline_wrapped__ = orig
-    return add_scalar
-
-
-def _wrap_add_scalars(orig):
-    @functools.wraps(orig)
-    def add_scalars(self, main_tag, tag_scalar_dict, global_step=None, *args, **kwargs):
-        if _state.recorder is not None:
-            try:
-                site = _caller_site()
-                for tag, value in dict(tag_scalar_dict).items():
-                    _record("tensorboard", "%s/%s" % (main_tag, tag), value, step=global_step, site=site)
-            except Exception as e:  # noqa: BLE001
-                _instrument.broke("metrics.tensorboard", e)
-        return orig(self, main_tag, tag_scalar_dict, global_step, *args, **kwargs)
-
-    add_scalars.__faultline_wrapped__ = orig
-    return add_scalars
-
-
 def patch_tensorboard(module):
     """torch.utils.tensorboard.writer."""
-    W = module.SummaryWriter
-    if not hasattr(W.add_scalar, "__faultline_wrapped__"):
-        W.add_scalar = _wrap_add_scalar(W.add_scalar)
-    if not hasattr(W.add_scalars, "__faultline_wrapped__"):
-        W.add_scalars = _wrap_add_scalars(W.add_scalars)
+    _wrap_once(module.SummaryWriter, "add_scalar", _recording("tensorboard", "metrics.tensorboard", _scalar_values))
+    _wrap_once(module.SummaryWriter, "add_scalars", _recording("tensorboard", "metrics.tensorboard", _scalars_values))
 
 
 def patch_wandb(module):
     """wandb.sdk.wandb_run: Run.log(data, step=None, ...), what wandb.log is once a run exists."""
-    Run = module.Run
-    if not hasattr(Run.log, "__faultline_wrapped__"):
-        Run.log = _wrap_dict_log(Run.log, "wandb", "metrics.wandb", 1, 2)
+    _wrap_once(module.Run, "log", _recording("wandb", "metrics.wandb", _dict_values))
 
 
 _SINKS = (
