@@ -43,7 +43,8 @@ const std::set<std::string> kPatches = {
     "dist.all_to_all", "dist.all_to_all_single", "dist.barrier", "dist.send", "dist.recv",
     "dist.init_process_group", "dist.destroy_process_group", "dist._broadcast_coalesced",
     "dist._verify_params_across_processes", "dist.store", "data.dataloader", "data.distributed_sampler", "ddp.grad_allreduce",
-    "ddp.fingerprint", "ddp.forward", "spawn.wrap", "optim.step"};
+    "ddp.fingerprint", "ddp.forward", "spawn.wrap", "optim.step",
+    "metrics.provenance"};  // Tensor.item and __float__ (_metrics.py): every torch trainer imports torch
 
 std::string env(const char* name) {
   const char* v = std::getenv(name);
