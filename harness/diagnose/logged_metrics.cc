@@ -11,7 +11,6 @@
 #include <tuple>
 #include <utility>
 
-#include "harness/diagnose/rank_list.h"
 
 namespace faultline::diagnose {
 namespace {
