@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "harness/diagnose/collateral.h"
 #include "harness/diagnose/earlier_failure.h"
 #include "harness/diagnose/instruments.h"
 #include "harness/diagnose/rank_log.h"
@@ -223,6 +224,7 @@ Analysis analyse(const RunInput& in) {
     a.any_failure = a.any_failure || st.cls != FailureClass::kNone;
   }
   for (const auto& [r, ri] : in.ranks) a.any_started = a.any_started || ri.started;
+  a.teardown_ns = teardown_ns;
   a.trigger_hang = in.supervisor && (in.supervisor->trigger.kind == TriggerKind::kHang ||
                                      in.supervisor->trigger.kind == TriggerKind::kDeadline);
   a.gaps = shimGaps(in);
@@ -239,6 +241,15 @@ Analysis analyse(const RunInput& in) {
   }
   if (run_start != std::numeric_limits<int64_t>::max()) a.run_start_ns = run_start;
   return a;
+}
+
+bool interruptedByTeardown(const Analysis& a, int rank) {
+  const RankInput& ri = a.in->ranks.at(rank);
+  const RankState& st = a.states.at(rank);
+  if (!a.teardown_ns || !ri.exit_ns || *ri.exit_ns < *a.teardown_ns) return false;
+  if (!st.has_evidence || !st.evidence.collateral) return false;
+  return classifyCollateral(st.evidence.type) == CollateralKind::kTeardownSignal ||
+         classifyCollateral(st.evidence.message) == CollateralKind::kTeardownSignal;
 }
 
 double msSinceStart(const Analysis& a, int64_t t_ns) {

@@ -47,6 +47,7 @@ struct Analysis {
   bool any_failure = false;                  // some rank did not end cleanly
   bool trigger_hang = false;                 // the supervisor saw a hang or the deadline
   std::optional<int64_t> run_start_ns;       // the supervisor's start, else the earliest first event
+  std::optional<int64_t> teardown_ns;        // when the teardown began (the supervisor's, or its first signal)
 };
 
 // Classifies every rank of `in`. The Analysis points into `in`: keep it alive.
@@ -75,5 +76,10 @@ std::string injectedSyscall(const Event& e);
 const Event* firstInjectedSyscall(const RankInput& r, std::optional<int64_t> until);
 bool hasEvent(const RankInput& r, std::string_view ev);
 int64_t maxStepEnd(const RankInput& r);  // -1: no step ended
+// The rank ended after the teardown began, and all it said was that a signal
+// interrupted it (a KeyboardInterrupt, torchrun's SignalException): the
+// teardown ended it, directly or through its launcher (mp.spawn's children
+// get SIGINT when their parent dies), whatever its exit status.
+bool interruptedByTeardown(const Analysis& a, int rank);
 
 }  // namespace faultline::diagnose

@@ -622,7 +622,7 @@ std::optional<Candidate> shutdownHang(const Analysis& a) {
     if (!hasEvent(ri, "pg_destroy")) all_destroyed = false;
     const RankState& st = a.states.at(r);
     const bool never_exited = st.cls == FailureClass::kTeardown || st.cls == FailureClass::kSurvivor ||
-                              (ri.killed_by_teardown && !st.has_evidence);
+                              (ri.killed_by_teardown && !st.has_evidence) || interruptedByTeardown(a, r);
     // Stuck means still there after the others: a rank that ended before a
     // peer did (stopped by its launcher, say) was not hanging on its way out.
     const auto& later = last_exit && -last_exit->second == r ? second_exit : last_exit;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +155,27 @@ struct ProcessTable {
 }  // namespace
 
 std::vector<pid_t> descendantsOf(pid_t root) { return ProcessTable().below(root); }
+
+std::vector<pid_t> childrenFirst(std::vector<pid_t> pids, const std::function<pid_t(pid_t)>& parent_of) {
+  const auto parent = [&](pid_t p) -> pid_t {
+    if (parent_of) return parent_of(p);
+    const auto st = readStat(p);
+    return st ? st->ppid : 0;
+  };
+  const std::set<pid_t> in_set(pids.begin(), pids.end());
+  std::map<pid_t, int> depth;  // ancestors of each within the set
+  for (pid_t p : pids) {
+    int d = 0;
+    pid_t up = parent(p);
+    // Bounded: a chain through /proc read while processes exit may loop.
+    for (int hops = 0; up > 1 && hops < 64; ++hops, up = parent(up)) {
+      if (in_set.count(up)) ++d;
+    }
+    depth[p] = d;
+  }
+  std::stable_sort(pids.begin(), pids.end(), [&](pid_t a, pid_t b) { return depth[a] > depth[b]; });
+  return pids;
+}
 
 std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
   const ProcessTable table;

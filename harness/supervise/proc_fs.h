@@ -5,7 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
-
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,6 +41,13 @@ bool isAlive(pid_t pid);
 bool anyThreadLive(pid_t pid);
 // Every process below root (not root itself), by the ppid chain.
 std::vector<pid_t> descendantsOf(pid_t root);
+// pids reordered so that none comes before a process below it (its child,
+// its grandchild) in the set: deepest first, ties in the given order. A
+// launcher signalled before its ranks ends first, and its children see it go
+// (mp.spawn's get SIGINT from PR_SET_PDEATHSIG) before the signal meant for
+// them arrives. parent_of defaults to /proc's ppid (0 when gone).
+std::vector<pid_t> childrenFirst(std::vector<pid_t> pids,
+                                 const std::function<pid_t(pid_t)>& parent_of = {});
 // For each root: CPU time (utime + stime, clock ticks) used so far by it and
 // every live process below it, from one pass over /proc; a root that is gone
 // is left out.

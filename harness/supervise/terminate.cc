@@ -56,7 +56,9 @@ TerminateResult terminateOrKill(const Ladder& ladder, Clock::duration grace, Clo
   };
   const auto none_left = [&] { return ladder.members().empty(); };
 
-  const std::vector<pid_t> live = ladder.members();
+  // Children before their parents: a rank gets the teardown's signal, not
+  // whatever its launcher's death sends it first.
+  const std::vector<pid_t> live = childrenFirst(ladder.members());
   if (live.empty()) return result;
   for (pid_t pid : live) {
     result.processes.push_back({pid, Fate::kEndedOnSigterm, std::nullopt});

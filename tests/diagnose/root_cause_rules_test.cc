@@ -958,6 +958,30 @@ TEST(RootCauseRules, ShutdownHang) {
   EXPECT_FALSE(runRule(shutdownHang, in));
 }
 
+// mp.spawn's children get SIGINT when their parent dies (PR_SET_PDEATHSIG):
+// where the teardown's SIGTERM reached the launcher before the stuck rank,
+// the rank printed a KeyboardInterrupt and exited 1 on its own. That exit,
+// after the teardown began, is still the teardown's.
+TEST(RootCauseRules, ShutdownHangInterruptedThroughItsLauncher) {
+  RunInput in;
+  hangTrigger(in);
+  in.supervisor->teardown.started_ns = 5'000;
+  addRank(in, 0, 0, std::nullopt, 1'000).events = History(0).step(1).step(2).ev("pg_destroy").exit(0).log();
+  RankInput& r1 = addRank(in, 1, 1, std::nullopt, 5'100);
+  r1.events = History(1).step(1).step(2).log();
+  Evidence ki = pyError("KeyboardInterrupt", "");
+  ki.collateral = true;
+  ki.collateral_reason = collateralKindName(CollateralKind::kTeardownSignal);
+  r1.errors.push_back(ki);
+  auto c = runRule(shutdownHang, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kShutdownHang);
+  EXPECT_EQ(c->root_rank, 1);
+  // The same exit before any teardown began was the rank's own interrupt.
+  in.ranks[1].exit_ns = 4'900;
+  EXPECT_FALSE(runRule(shutdownHang, in));
+}
+
 TEST(RootCauseRules, StoreRendezvousFailure) {
   RunInput in;
   in.world_size = 3;

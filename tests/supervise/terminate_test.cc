@@ -6,11 +6,13 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "harness/supervise/proc_fs.h"
 #include "tests/supervise/test_support.h"
 #include "tests/test_scale.h"
 
@@ -24,6 +26,46 @@ using testing::LeakGuard;
 using testing::readFile;
 using testing::TempDir;
 using testing::waitFor;
+
+// A launcher and its ranks: the ranks get SIGTERM before the launcher, so
+// none is first told of its parent's death (mp.spawn's SIGINT).
+TEST(ChildrenFirst, NoProcessComesBeforeOneBelowIt) {
+  // 10 launcher -> 11, 12 ranks; 12 -> 13 a DataLoader worker; 20 unrelated.
+  const std::map<pid_t, pid_t> parent{{10, 1}, {11, 10}, {12, 10}, {13, 12}, {20, 1}};
+  const auto parent_of = [&](pid_t p) { return parent.count(p) ? parent.at(p) : 0; };
+  EXPECT_EQ(childrenFirst({10, 11, 12, 13, 20}, parent_of), (std::vector<pid_t>{13, 11, 12, 10, 20}));
+  // Ancestors outside the set do not count: with 10 and 12 gone, the given order.
+  EXPECT_EQ(childrenFirst({11, 13, 20}, parent_of), (std::vector<pid_t>{11, 13, 20}));
+  EXPECT_EQ(childrenFirst({10, 13}, parent_of), (std::vector<pid_t>{13, 10}));
+  EXPECT_TRUE(childrenFirst({}, parent_of).empty());
+}
+
+TEST(TerminateOrKill, SignalsChildrenBeforeTheirParent) {
+  LeakGuard guard;
+  TempDir dir;
+  const pid_t parent = startHostile(dir, "sleep:60");
+  Ladder ladder;
+  std::vector<pid_t> sent;
+  // This test process is the hostile's parent: both in the set, the child first.
+  ladder.members = [&] {
+    std::vector<pid_t> out;
+    for (pid_t p : {::getpid(), parent}) {
+      if (std::find(sent.begin(), sent.end(), p) == sent.end()) out.push_back(p);
+    }
+    return out;
+  };
+  ladder.send = [&](pid_t p, int sig) {
+    sent.push_back(p);
+    if (p == parent) ::kill(p, sig);
+  };
+  ladder.wait = [](const std::function<bool()>&, std::chrono::steady_clock::duration) {};
+  terminateOrKill(ladder, 1s, 1s);
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_EQ(sent[0], parent);
+  EXPECT_EQ(sent[1], ::getpid());
+  int status = 0;
+  ::waitpid(parent, &status, 0);
+}
 
 TEST(TerminateOrKill, AChildThatEndsOnSigtermIsNotKilled) {
   LeakGuard guard;
