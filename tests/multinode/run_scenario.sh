@@ -49,6 +49,18 @@ else
   [ -z "$ns$links" ] || { echo "FAIL: network $tag left: $ns $links"; fail=1; }
   echo "  network $tag: removed"
 fi
-# A failed run's directory is kept for a look.
-if [ "$fail" -eq 0 ]; then rm -rf "$out"; else echo "run directory kept: $out"; fi
+# A failed run's directory is kept for a look, and what it found is said
+# last: CI keeps only the tail of a failing test's output.
+if [ "$fail" -eq 0 ]; then rm -rf "$out"; exit 0; fi
+echo "run directory kept: $out"
+python3 - "$out/report.json" <<'PY'
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"  no report: {e}")
+for v in r.get("ranks", []):
+    print(f"  rank {v.get('rank')} ({v.get('role')}): {v.get('diagnosis')}")
+print(f"  verdict {r.get('verdict')}; root cause: {(r.get('root_cause') or {}).get('summary', 'none')}")
+PY
 exit $fail
