@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "faultline-trainer: error: %s\n", ok.error().c_str());
     return 2;
   }
+  // A fault for another attempt than this one (a restart by the launcher) is not armed here.
+  if (!options->fault.inAttempt(faultline::probe::launchAttempt())) options->fault = {};
   if (options->fault.kind != faultline::probe::FaultKind::kNone) {
     // Kinds and points of the shim and the supervisor are not this trainer's to strike.
     if (auto ok = faultline::probe::checkLayer(options->fault, faultline::probe::FaultLayer::kReferenceTrainer); !ok) {

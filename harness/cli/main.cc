@@ -127,8 +127,8 @@ int main(int argc, char** argv) {
   suite_cmd->add_option("--catalog", suite.catalog,
                         "run on every stack of `faultline stacks` and write the failure-mode catalog (Markdown) here");
   suite_cmd->add_flag("--keep", suite.catalog_keep,
-                      "with --catalog: read the stacks already complete under -o instead of running them again "
-                      "(remove a stack's directory to rerun it)");
+                      "with --catalog: read the cells already run under -o instead of running them again, and run "
+                      "only the others (remove a cell's or a stack's directory to rerun it)");
 
   std::vector<std::string> list_paths;
   auto* list_cmd = app.add_subcommand("list", "print the scenario catalog");

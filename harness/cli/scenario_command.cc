@@ -169,6 +169,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     so.hang_timeout_s = s.limits.hang_timeout_s;
     so.deadline_s = s.limits.deadline_s;
     so.grace_s = s.limits.grace_s;
+    so.max_restarts = s.stack.max_restarts;
     so.adaptive.factor = s.limits.hang_factor;
     so.adaptive.floor_s = s.limits.hang_floor_s;
     so.adaptive.idle_s = s.limits.hang_idle_s;
@@ -318,9 +319,17 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   const int jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<launch::Job> pool;
   std::vector<std::string> dirs;
-  for (const auto* s : selected) {
-    dirs.push_back(root + "/" + runDirName(s->name, o.run.stack));
-    pool.push_back(scenarioJob(o, *s, dirs.back()));
+  std::vector<size_t> job_of;  // pool index -> selected index
+  std::vector<size_t> kept;    // selected indices read from an earlier run
+  for (size_t i = 0; i < selected.size(); ++i) {
+    dirs.push_back(root + "/" + runDirName(selected[i]->name, o.run.stack));
+    std::error_code ec;
+    if (o.keep_runs && fs::exists(RunLayout(dirs.back()).reportPath(), ec)) {
+      kept.push_back(i);
+      continue;
+    }
+    job_of.push_back(i);
+    pool.push_back(scenarioJob(o, *selected[i], dirs.back()));
   }
   reports::Suite suite;
   suite.entries.resize(selected.size());
@@ -334,7 +343,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     drawn = 0;
   };
   launch::JobPoolEvents events;
-  events.started = [&](size_t i) { running[i] = Clock::now(); };
+  events.started = [&](size_t j) { running[job_of[j]] = Clock::now(); };
   events.tick = [&] {
     if (!o.progress_tty) return;
     erase();
@@ -347,13 +356,8 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     out.flush();
   };
   bool start_failed = false;
-  events.finished = [&](size_t i, const launch::JobOutcome& outcome) {
-    running.erase(i);
-    if (outcome.start_error) {
-      err << "faultline suite: cannot start " << o.self_exe << ": " << outcome.start_error->str() << "\n";
-      start_failed = true;
-      return;
-    }
+  // A scenario's entry from its run directory, after its run or from an earlier one.
+  const auto record = [&](size_t i, std::optional<int64_t> wall_ms) {
     const scenario::Scenario& s = *selected[i];
     reports::SuiteEntry entry;
     entry.name = s.name;
@@ -369,10 +373,21 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     ++done;
     if (o.progress_tty) erase();
     out << "[" << done << "/" << selected.size() << "] " << std::left << std::setw(12) << verdictName(entry.report.verdict)
-        << std::setw(kNameColumn) << s.name << std::setw(kStackColumn) << entry.stack << fmtSeconds(outcome.wall_ms) << "  "
-        << reports::headline(entry.report) << "\n";
+        << std::setw(kNameColumn) << s.name << std::setw(kStackColumn) << entry.stack
+        << (wall_ms ? fmtSeconds(*wall_ms) : std::string("kept")) << "  " << reports::headline(entry.report) << "\n";
     suite.entries[i] = std::move(entry);
   };
+  events.finished = [&](size_t j, const launch::JobOutcome& outcome) {
+    const size_t i = job_of[j];
+    running.erase(i);
+    if (outcome.start_error) {
+      err << "faultline suite: cannot start " << o.self_exe << ": " << outcome.start_error->str() << "\n";
+      start_failed = true;
+      return;
+    }
+    record(i, outcome.wall_ms);
+  };
+  for (size_t i : kept) record(i, std::nullopt);
   launch::runJobs(pool, jobs, events);
   if (start_failed) return 3;
   for (const auto& bad : catalog->bad) {
@@ -439,14 +454,11 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
     // one that ran on none of them is said (and --strict fails) below.
     one.run.exit.strict = false;
     one.warn_unsupported = false;
-    std::error_code ec;
-    if (o.catalog_keep && std::filesystem::exists(one.run.out_dir + "/report.json", ec)) {
-      out << "faultline suite: " << stack << ": kept from " << one.run.out_dir << "\n";
-    } else {
-      const int s = suiteCommand(one, out, err);
-      if (s == 2) return 2;
-      status = std::max(status, s);
-    }
+    // --keep: the cells already run are read again; only the rest run.
+    one.keep_runs = o.catalog_keep;
+    const int s = suiteCommand(one, out, err);
+    if (s == 2) return 2;
+    status = std::max(status, s);
     auto suite = loadSuite(launch::absolutePath(one.run.out_dir));
     if (!suite) {
       err << "faultline suite: " << suite.error().str() << "\n";

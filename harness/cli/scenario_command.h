@@ -37,9 +37,14 @@ struct SuiteOptions {
   bool progress_tty = false;      // live display instead of plain lines
   std::string self_exe;           // the faultline binary: each scenario runs in its own process
   std::string catalog;            // set: run on every stack of `faultline stacks`, write the failure-mode catalog here
-  // With catalog: a stack whose suite under the out directory is complete
-  // (its report.json) is read again, not run again; remove one to rerun it.
+  // With catalog: every cell already run under the out directory (its run
+  // directory has a report.json) is read again, not run again; only the
+  // others run (a scenario added since, a stack not run yet). Remove a cell's
+  // or a stack's directory to rerun it.
   bool catalog_keep = false;
+  // A suite's scenarios whose run directory already holds a report.json are
+  // read, not run (what catalog_keep asks of each stack).
+  bool keep_runs = false;
   bool warn_unsupported = true;   // say on stderr which scenarios ran on no stack
 };
 

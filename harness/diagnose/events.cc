@@ -224,7 +224,7 @@ int64_t* intField(Event& e, std::string_view key) {
       {"t", &Event::t},       {"seq", &Event::seq},     {"numel", &Event::numel}, {"step", &Event::step},
       {"epoch", &Event::epoch}, {"count", &Event::count}, {"first", &Event::first}, {"last", &Event::last},
       {"line", &Event::line}, {"code", &Event::code},   {"world_size", &Event::world_size},
-      {"n", &Event::n},
+      {"n", &Event::n},       {"attempt", &Event::attempt},
   };
   for (const auto& f : kFields) {
     if (f.key == key) return &(e.*f.member);

@@ -49,6 +49,8 @@ struct Event {
   std::optional<bool> sync, collective, monitored, epoch_level, shard;
   int64_t seq = -1, numel = -1, step = -1, epoch = -1, count = -1, first = -1, last = -1;
   int64_t line = 0, code = -1, world_size = -1;
+  // start: the launcher's attempt the process belongs to (a restart); -1 read as 0.
+  int64_t attempt = -1;
   std::optional<double> value;
   std::vector<int64_t> indices;
   std::vector<std::string> stack;

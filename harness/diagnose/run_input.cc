@@ -4,6 +4,7 @@
 #include "harness/diagnose/flight_recorder.h"
 
 #include <algorithm>
+#include <iterator>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -32,8 +33,8 @@ std::optional<int> parseRankDir(const std::string& name) {
 }
 
 // torchrun --log_dir layout: logs/<run_id>/attempt_<N>/<local_rank>/{stdout,stderr}.log, error.json.
-// Returns the directory of the last attempt, or empty.
-fs::path lastAttemptDir(const fs::path& logs) {
+// Returns the directory of the last attempt (first: of the first), or empty.
+fs::path attemptDir(const fs::path& logs, bool first = false) {
   std::error_code ec;
   if (!fs::is_directory(logs, ec)) return {};
   fs::path best;
@@ -43,14 +44,14 @@ fs::path lastAttemptDir(const fs::path& logs) {
     if (startsWith(run.path().filename().string(), "attempt_")) {
       // --log_dir pointed straight at a run id directory.
       const int n = std::atoi(run.path().filename().string().c_str() + 8);
-      if (n > best_n) best_n = n, best = run.path();
+      if (best_n < 0 || (first ? n < best_n : n > best_n)) best_n = n, best = run.path();
       continue;
     }
     for (const auto& att : fs::directory_iterator(run.path(), ec)) {
       const std::string name = att.path().filename().string();
       if (!att.is_directory(ec) || !startsWith(name, "attempt_")) continue;
       const int n = std::atoi(name.c_str() + 8);
-      if (n > best_n) best_n = n, best = att.path();
+      if (best_n < 0 || (first ? n < best_n : n > best_n)) best_n = n, best = att.path();
     }
   }
   return best;
@@ -315,7 +316,7 @@ std::optional<int> globalRankOf(const RunInput& in, const NodeInput& node, int l
 void addNodeLogs(RunInput& in, const RunLayout& layout) {
   std::error_code ec;
   for (const auto& [name, node] : in.nodes) {
-    const fs::path attempt = lastAttemptDir(layout.nodeLogsDir(name));
+    const fs::path attempt = attemptDir(layout.nodeLogsDir(name));
     if (attempt.empty()) continue;
     for (const auto& d : fs::directory_iterator(attempt, ec)) {
       const auto local = parseRankDir(d.path().filename().string());
@@ -348,6 +349,38 @@ RankInput& rankAt(RunInput& in, int r) {
   return ri;
 }
 
+// Rank r in attempt k (0: the first, RunInput::ranks).
+RankInput& rankAt(RunInput& in, int r, int k) {
+  if (k <= 0) return rankAt(in, r);
+  auto it = std::find_if(in.attempts.begin(), in.attempts.end(), [&](const AttemptInput& a) { return a.attempt == k; });
+  if (it == in.attempts.end()) {
+    it = in.attempts.insert(std::upper_bound(in.attempts.begin(), in.attempts.end(), k,
+                                             [](int v, const AttemptInput& a) { return v < a.attempt; }),
+                            AttemptInput{k, {}});
+  }
+  RankInput& ri = it->ranks[r];
+  ri.rank = r;
+  return ri;
+}
+
+// A rank's events, split by attempt: each restarted process of the rank
+// appends to the same file, beginning with a `start` that names its attempt.
+void splitEventsByAttempt(RunInput& in, int r) {
+  RankInput& first = in.ranks.at(r);
+  auto& events = first.events.events;
+  auto it = std::find_if(events.begin(), events.end(), [](const Event& e) { return e.ev == "start" && e.attempt > 0; });
+  if (it == events.end()) return;
+  std::vector<Event> later(std::make_move_iterator(it), std::make_move_iterator(events.end()));
+  events.erase(it, events.end());
+  int k = 0;
+  for (Event& e : later) {
+    if (e.ev == "start" && e.attempt > 0) k = static_cast<int>(e.attempt);
+    RankInput& ri = rankAt(in, r, k);
+    ri.started = true;
+    ri.events.events.push_back(std::move(e));
+  }
+}
+
 // Exit facts: the supervisor's record (its ranks, the exits it attributed,
 // what its teardown signalled, the launcher), else only what the files say.
 void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
@@ -361,7 +394,7 @@ void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
   if (s.world_size > 0) in.world_size = s.world_size;
   if (!s.launcher.empty()) in.launcher_name = s.launcher;
   for (const SupervisedRank& sr : s.ranks) {
-    RankInput& r = rankAt(in, sr.rank);
+    RankInput& r = rankAt(in, sr.rank, sr.attempt);
     r.pid = sr.pid;
     r.started = true;
     r.start_ns = sr.start_ns;
@@ -375,8 +408,12 @@ void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
     if (sr.node && r.node.empty()) r.node = *sr.node;
   }
   // External mode: exits of descendants the supervisor attributed to a rank.
+  std::set<int> later_pids;  // the restarts' processes: their exits are their attempts'
+  for (const SupervisedRank& sr : s.ranks) {
+    if (sr.attempt > 0) later_pids.insert(sr.pid);
+  }
   for (const ProcessExit& pe : s.process_exits) {
-    if (!pe.rank) continue;
+    if (!pe.rank || later_pids.count(pe.pid)) continue;
     RankInput& r = rankAt(in, *pe.rank);
     r.started = true;
     if (r.exit_known && r.pid && *r.pid != pe.pid) continue;  // another process of that rank
@@ -391,6 +428,7 @@ void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
   for (const SignalSent& sig : s.teardown.signals) {
     if (sig.rank && (sig.signal == "SIGTERM" || sig.signal == "SIGKILL") && in.ranks.count(*sig.rank)) {
       RankInput& r = rankAt(in, *sig.rank);
+      if (r.pid && *r.pid != sig.pid) continue;  // a later attempt's process of that rank
       // Signalled in teardown and then died of a signal: the teardown ended it.
       if (!r.exit_known || (r.signal && (*r.signal == "SIGTERM" || *r.signal == "SIGKILL"))) {
         r.killed_by_teardown = true;
@@ -431,6 +469,7 @@ void readRankDirs(RunInput& in, const RunLayout& layout) {
       addStacks(ri, layout.rankStacks(*r));
       ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
+      splitEventsByAttempt(in, *r);
     }
   }
 }
@@ -473,7 +512,9 @@ std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& l
   std::error_code ec;
   auto lerr = readTail(layout.launcherStderr());
   std::map<int, const PyChain*> pending_chains;  // into *in.launcher
-  const fs::path attempt = lastAttemptDir(layout.launcherLogsDir());
+  // The first attempt's: its failure is the run's root cause (later ones are
+  // the launcher's restarts, RunInput::attempts).
+  const fs::path attempt = attemptDir(layout.launcherLogsDir(), /*first=*/true);
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
     if (auto lout = readTail(layout.launcherStdout())) readLauncherStdout(*lout, *in.launcher);

@@ -50,10 +50,19 @@ struct RankInput {
   std::string node, host;
 };
 
+// A later run of the ranks, after the launcher restarted them (torchrun
+// --max-restarts): attempt k >= 1. What each rank's process of that attempt
+// did, by rank; RunInput::ranks are attempt 0's.
+struct AttemptInput {
+  int attempt = 0;
+  std::map<int, RankInput> ranks;
+};
+
 struct RunInput {
   std::string dir;
   std::optional<SupervisorRecord> supervisor;
-  std::map<int, RankInput> ranks;
+  std::map<int, RankInput> ranks;  // the first attempt's (the only one, without restarts)
+  std::vector<AttemptInput> attempts;  // the restarts' attempts, 1, 2, ...
   std::optional<LauncherLog> launcher;  // when the launcher's stderr exists
   std::optional<int> launcher_exit_code;
   std::optional<std::string> launcher_signal;

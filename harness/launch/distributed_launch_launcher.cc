@@ -20,6 +20,7 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env",
                                     "--nproc_per_node=" + std::to_string(s.stack.world_size),
                                     "--master_port=" + std::to_string(in.master_port)};
+    for (const auto& f : restartFlags(s.stack)) cmd.push_back(f);
     // launch parses torchrun's options (1.13's launch crashes on the same defaults).
     for (const auto& f : s.stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
     // A Python trainer runs under launch's own interpreter (its first word goes);

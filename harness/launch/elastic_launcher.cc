@@ -7,6 +7,12 @@ std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
   return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
 }
 
+std::vector<std::string> restartFlags(const scenario::Stack& stack) {
+  // The spelling both torch 1.13's torchrun and torch.distributed.launch take.
+  if (stack.max_restarts <= 0) return {};
+  return {"--max_restarts=" + std::to_string(stack.max_restarts)};
+}
+
 tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanInput& in,
                                                                     const std::vector<std::string>& shape) {
   const TorchInstall& torch = *in.torch;
@@ -16,6 +22,7 @@ tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanIn
   std::vector<std::string> cmd = {torch.torchrun};
   cmd.insert(cmd.end(), shape.begin(), shape.end());
   cmd.push_back("--master_port=" + std::to_string(in.master_port));
+  for (const auto& f : restartFlags(in.scenario->stack)) cmd.push_back(f);
   for (const auto& f : in.scenario->stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
   auto trainer = in.trainer;
   if (in.python_trainer) {

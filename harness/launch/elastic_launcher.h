@@ -15,6 +15,8 @@ namespace faultline::launch {
 // 3.11 crashes in option parsing with its default --redirects/--tee (and with
 // 0 or 3); 2/2 works on every version and keeps per-rank stderr logs in
 // OUT/launcher/logs, which are rank evidence.
+// --max_restarts=N for a scenario whose launcher may restart its ranks ([stack] max_restarts); none otherwise.
+std::vector<std::string> restartFlags(const scenario::Stack& stack);
 std::vector<std::string> elasticLogFlags(const std::string& out_dir);
 
 // A one-rank job (/bin/true) of `launcher` with the flags a run gets, its

@@ -8,18 +8,18 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks
   static const std::vector<LauncherTraits> kTable = {
-      {"builtin",            true, false, true,  false, false, false, {}},
-      {"torchrun",           true, true,  true,  false, false, false, {}},
-      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}},
-      {"launch",             true, true,  true,  false, false, false, {}},
-      {"spawn",              true, true,  false, true,  false, false, {}},
-      {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}},
-      {"lightning",          true, true,  false, true,  false, false, {},          "lightning"},
-      {"accelerate",         true, true,  false, true,  false, false, {},          "accelerate"},
-      {"deepspeed",          true, true,  false, true,  false, false, {},          "deepspeed"},
-      {"external",           false, false, false, false, true, false, {}},
+      {"builtin",            true, false, true,  false, false, false, {}, nullptr, "faultline's own launcher does not restart ranks"},
+      {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
+      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, "restarts across nodes are not followed yet"},
+      {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
+      {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
+      {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
+      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},
+      {"accelerate",         true, true,  false, true,  false, false, {}, "accelerate", "accelerate's --max_restarts is not passed yet"},
+      {"deepspeed",          true, true,  false, true,  false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
+      {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;
 }

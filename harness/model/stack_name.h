@@ -39,6 +39,9 @@ struct LauncherTraits {
   // stacks are named with the framework's MAJOR.MINOR ("lightning@2.6"), not
   // torch's, and run at an install that has it. nullptr: none.
   const char* framework = nullptr;
+  // Why it cannot restart a job's ranks after a failure ([stack]
+  // max_restarts); nullptr: it can (torchrun's --max-restarts).
+  const char* no_restarts = nullptr;
 };
 const std::vector<LauncherTraits>& stackLaunchers();
 // The row of `launcher` (a stack name without its @series); null if none.

@@ -90,6 +90,7 @@ json toJson(const SupervisorRecord& r) {
                      {"signal", opt(k.signal)},
                      {"killed_by_teardown", k.killed_by_teardown}});
     if (k.node) ranks.back()["node"] = *k.node;
+    if (k.attempt > 0) ranks.back()["attempt"] = k.attempt;
   }
   json launcher = nullptr;
   if (r.launcher_process) {
@@ -187,6 +188,7 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
       k.signal = getOpt<std::string>(ranks[i], "signal", p);
       k.killed_by_teardown = get<bool>(ranks[i], "killed_by_teardown", p);
       k.node = getOpt<std::string>(ranks[i], "node", p);
+      k.attempt = getOpt<int>(ranks[i], "attempt", p).value_or(0);
       r.ranks.push_back(std::move(k));
     }
     const json& l = at(j, "launcher_process", "$");

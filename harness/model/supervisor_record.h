@@ -27,6 +27,9 @@ struct SupervisedRank {
   std::optional<std::string> signal;   // "SIGSEGV"; null when it exited
   bool killed_by_teardown = false;     // still alive when teardown signalled it, then died
   std::optional<std::string> node;     // multi-node stacks: its node (FAULTLINE_NODE); absent on one node
+  // Which run of the ranks it belongs to: 0, then k after the launcher's k-th
+  // restart (torchrun --max-restarts). The k-th process of a rank is attempt k.
+  int attempt = 0;
 };
 
 // The external launcher process itself (external mode only).

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <iterator>
 #include <utility>
 
@@ -191,6 +192,12 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
           return tl::unexpected("bad fault point '" + std::string(value) + "', expected rendezvous");
         }
         spec.rendezvous = true;
+      } else if (key == "attempt") {
+        int a = -1;
+        if (!parseNumber(value, a) || a < 0) {
+          return tl::unexpected("bad fault attempt '" + std::string(value) + "', expected an attempt number >= 0 (0: the first)");
+        }
+        spec.attempt = a;
       } else if (key == "by") {
         if (value != "trainer" && value != "supervisor") {
           return tl::unexpected("bad fault by='" + std::string(value) + "', expected trainer or supervisor");
@@ -198,7 +205,7 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
         spec.by = std::string(value);
       } else {
         return tl::unexpected("unknown fault option '" + std::string(key) +
-                              "', expected rank, node, step, collective, op, nth, after, point, arg or by");
+                              "', expected rank, node, step, collective, op, nth, after, point, attempt, arg or by");
       }
     }
     if (colon == std::string_view::npos) break;
@@ -225,8 +232,15 @@ std::string FaultSpec::text() const {
   } else {
     s += ":step=" + std::to_string(step);
   }
+  if (attempt) s += ":attempt=" + std::to_string(*attempt);
   if (!arg.empty()) s += ":arg=" + arg;
   return s;
+}
+
+int launchAttempt() {
+  const char* v = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  int a = 0;
+  return v && parseNumber(std::string_view(v), a) && a >= 0 ? a : 0;
 }
 
 std::string FaultSpec::point() const {

@@ -65,7 +65,12 @@ struct FaultSpec {
   // agent_kill's point "rendezvous": as soon as the node's launcher agent runs,
   // before any rank of the node exists.
   bool rendezvous = false;
+  // The attempt it strikes in (0: the first run of the ranks, k: the k-th
+  // restart by the launcher); none: every attempt, as a bug in the code does.
+  std::optional<int> attempt;
 
+  // Whether it strikes in this process's attempt (launchAttempt()).
+  bool inAttempt(int a) const { return !attempt || *attempt == a; }
   bool atStep() const { return !collective && op.empty() && !after_s && !rendezvous; }
   // The FAULTLINE_FAULT form: "KIND:rank=R:step=S[:arg=X]" or with the point it has.
   std::string text() const;
@@ -75,6 +80,11 @@ struct FaultSpec {
   bool targets(int r) const;
   bool firesAt(int r, long s) const { return targets(r) && s == step; }
 };
+
+// The attempt this process belongs to: torchelastic's restart count
+// (TORCHELASTIC_RESTART_COUNT, which torchrun and torch.distributed.launch
+// give each worker: 0, then 1 after the first restart), else 0.
+int launchAttempt();
 
 std::string_view faultKindName(FaultKind k);
 std::optional<FaultKind> faultKindFromName(std::string_view name);

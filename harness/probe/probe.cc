@@ -419,7 +419,7 @@ void strikeDue(int64_t step, const char* op, int64_t seq) {
   if (!collective) current_step = step;
   const double since_s = static_cast<double>(fl_probe_now_ns() - a.start_ns) / 1e9;
   for (ArmedFault& f : a.faults) {
-    if (f.struck || !f.spec.targets(rank)) continue;
+    if (f.struck || !f.spec.targets(rank) || !f.spec.inAttempt(faultline::probe::launchAttempt())) continue;
     const auto& s = f.spec;
     bool due = false;
     if (s.after_s) {
@@ -483,6 +483,11 @@ void fl_probe_start(int world_size, const char* backend, const char* device) {
   b.str(backend);
   b.key("device");
   b.str(device);
+  // A restarted rank's events follow its earlier attempts' in the same file.
+  if (const int attempt = faultline::probe::launchAttempt(); attempt > 0) {
+    b.key("attempt");
+    b.num(attempt);
+  }
   emit(b);
 }
 

@@ -194,7 +194,7 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
-                 "torch", "instrument", "tools", "env", "unsupported_on"},
+                 "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -220,6 +220,13 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
       s.torch = *v;
       s.torch_bounds = *bounds;
     }
+  }
+  if (auto v = c.integer(t, "max_restarts", "stack")) {
+    if (*v < 0 || *v > 100) {
+      c.error(t.get("max_restarts")->source(), "stack.max_restarts: " + std::to_string(*v) +
+                                                   " is out of range, expected 0..100 (the restarts the launcher may make)");
+    }
+    s.max_restarts = static_cast<int>(*v);
   }
   if (auto v = c.integer(t, "world_size", "stack")) {
     if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");
@@ -604,7 +611,8 @@ void parseNodeFault(Checker& c, const toml::table& t, const Stack& stack, Fault&
 }
 
 void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
-  c.onlyKeys(t, {"kind", "rank", "node", "step", "collective", "op", "nth", "after_s", "point", "arg", "by", "inject"}, "[fault]");
+  c.onlyKeys(t, {"kind", "rank", "node", "step", "collective", "op", "nth", "after_s", "point", "arg", "by", "inject", "attempt"},
+             "[fault]");
   parseNodeFault(c, t, stack, f);
   parseInject(c, t, stack, f);
   auto kind = c.str(t, "kind", "fault");
@@ -613,7 +621,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
   }
   if (!kind && !c.failed()) {
     // rank, step and arg place a `kind` fault; an inject spec carries its own rank.
-    for (const char* key : {"rank", "step", "collective", "op", "nth", "after_s", "arg", "by"}) {
+    for (const char* key : {"rank", "step", "collective", "op", "nth", "after_s", "arg", "by", "attempt"}) {
       if (const toml::node* n = t.get(key)) {
         c.error(n->source(), std::string("fault.") + key + ": applies to fault.kind, which is not set; an inject "
                                                           "spec takes its rank inside, as in \"write:ENOSPC:rank=1\"");
@@ -674,6 +682,14 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
     }
   }
   parseFaultPoint(c, t, f);
+  if (auto a = c.integer(t, "attempt", "fault")) {
+    if (*a < 0 || *a > stack.max_restarts) {
+      c.error(t.get("attempt")->source(), "fault.attempt: " + std::to_string(*a) + " is impossible with stack.max_restarts = " +
+                                              std::to_string(stack.max_restarts) + ", expected 0.." +
+                                              std::to_string(stack.max_restarts) + " (0: the first attempt)");
+    }
+    f.attempt = static_cast<int>(*a);
+  }
   if (!c.failed() && kind) {
     if (auto ok = probe::validateFaultSpec(f, stack.world_size); !ok) c.error(t.source(), "[fault]: " + ok.error());
   }

@@ -45,6 +45,10 @@ struct Stack {
   std::map<std::string, std::string> env;
   std::optional<std::vector<std::string>> launcher_args;  // replaces faultline's default launcher flags
   int world_size = 2;
+  // The restarts the launcher may make after a failure (torchrun's
+  // --max-restarts); 0: none. Each restart is a new attempt of every rank
+  // (docs/DIAGNOSIS.md, "Attempts and recovery").
+  int max_restarts = 0;
   // Multi-node stacks (slurm): the nodes the world is spread over, world_size
   // / nodes ranks on each (world_size a multiple of it). 1: one node.
   int nodes = 1;

@@ -150,6 +150,12 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
   const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
   out = {rank, *f.ev, f.step, f.seq, f.pid};
   seen_.insert(rank);
+  if (*f.ev == "start" && f.pid) {
+    // Another process starting as this rank: its launcher restarted the
+    // ranks (a new attempt). What the earlier process was in is over.
+    if (auto it = pid_.find(rank); it != pid_.end() && it->second != *f.pid) forgetProcess(rank);
+    pid_[rank] = *f.pid;
+  }
   if (*f.ev == "instrument" && f.patch && f.applied && patchFeeds(*f.patch, ShimEvidence::kCollectives)) {
     // A rank whose collectives the shim could not wrap may be in one unseen.
     if (*f.applied) {
@@ -195,6 +201,18 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
     last_ended_[rank] = c;
   }
   return out;
+}
+
+void CollectiveTracker::forgetProcess(int rank) {
+  open_.erase(rank);
+  last_ended_.erase(rank);
+  untraced_.erase(rank);
+  step_begin_.erase(rank);
+  erred_.erase(rank);
+  rendezvous_.erase(rank);
+  joined_.erase(rank);
+  data_wait_.erase(rank);
+  store_.erase(rank);
 }
 
 bool CollectiveTracker::anyInCollective() const { return !open_.empty(); }

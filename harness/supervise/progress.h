@@ -97,7 +97,11 @@ class CollectiveTracker {
   std::string describe() const;
 
  private:
+  // A restarted rank's new process: the old one's calls, waits and gaps go.
+  void forgetProcess(int rank);
+
   std::set<int> seen_;
+  std::map<int, int64_t> pid_;                // rank -> the process that wrote its last `start`
   std::map<int, OpenCollective> open_;        // rank -> collective it is inside
   std::map<int, OpenCollective> last_ended_;  // rank -> last collective it left
   // rank -> collective patches that did not apply there (`instrument` events):

@@ -33,6 +33,10 @@ struct SuperviseOptions {
   // rank fails, how long it gets to before the harness tears the job down
   // (torchrun polls every 5 s).
   double launcher_allowance_s = 10;
+  // The restarts the launcher may make ([stack] max_restarts): > 0, a rank's
+  // failure does not start the allowance: the launcher restarts its ranks
+  // (a new attempt) or ends the job, and the deadline bounds it.
+  int max_restarts = 0;
   bool allow_cgroup = true;
   // External mode: false forces the 100 ms rescan + pidfd path. Builtin: false
   // records no exits of the ranks' children.

@@ -323,6 +323,9 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
       } else {
         stop_main_ = true;
       }
+    } else if (opts_.max_restarts > 0) {
+      timeline(std::nullopt, "the launcher may restart the ranks (max_restarts " + std::to_string(opts_.max_restarts) +
+                                 "): the run goes on until it ends");
     } else {
       // The external launcher is the stack under test: give it time to end its job itself.
       allowance_timer_.expires_after(seconds(opts_.launcher_allowance_s));
@@ -1000,6 +1003,10 @@ SupervisedRun WatchLoop::result() const {
   }
   std::sort(rec.ranks.begin(), rec.ranks.end(),
             [](const SupervisedRank& a, const SupervisedRank& b) { return a.rank < b.rank || (a.rank == b.rank && a.start_ns < b.start_ns); });
+  // A launcher that restarts its ranks starts each anew: the k-th process of a rank is its attempt k.
+  for (size_t i = 1; i < rec.ranks.size(); ++i) {
+    if (rec.ranks[i].rank == rec.ranks[i - 1].rank) rec.ranks[i].attempt = rec.ranks[i - 1].attempt + 1;
+  }
   rec.world_size = world;
   rec.launcher_process = launcher_record_;
   rec.trigger = trigger_;

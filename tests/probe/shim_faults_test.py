@@ -38,7 +38,8 @@ class Parse(unittest.TestCase):
                             ("sigkill:step=0", "step=0: expected an integer >= 1"),
                             ("sigkill:step=2:collective=3", "one point"), ("sigkill:nth=2", "give op=OP"),
                             ("hung_collective:arg=nap", "expected sleep or skip"), ("exit:arg=x", "integer"),
-                            ("sigkill:when=3", "unknown key 'when'"), ("sigkill:rank", "KEY=VALUE")]:
+                            ("sigkill:when=3", "unknown key 'when'"), ("sigkill:rank", "KEY=VALUE"),
+                            ("sigkill:attempt=-1", "attempt=-1: expected an integer >= 0")]:
             with self.assertRaises(ValueError) as cm:
                 _faults.parse(spec)
             self.assertIn(words, str(cm.exception), spec)
@@ -67,6 +68,22 @@ class Strike(unittest.TestCase):
     def test_other_ranks_are_not_armed(self):
         self.arm("sigkill:rank=0,2", rank=1)
         self.assertEqual(_faults.armed, [])
+
+    def test_a_fault_for_one_attempt_is_armed_in_that_attempt_only(self):
+        # torchrun gives each worker its restart count: 0, then 1 after a restart.
+        try:
+            for count, armed in [(None, True), ("0", True), ("1", False)]:
+                if count is None:
+                    os.environ.pop("TORCHELASTIC_RESTART_COUNT", None)
+                else:
+                    os.environ["TORCHELASTIC_RESTART_COUNT"] = count
+                self.arm("exception:rank=1:step=3:attempt=0")
+                self.assertEqual(len(_faults.armed), 1 if armed else 0, count)
+                self.assertEqual(_faults.armed[0].attempt if armed else 0, 0)
+            self.arm("exception:rank=1:step=3")  # no attempt: every one, the restart's too
+            self.assertEqual(len(_faults.armed), 1)
+        finally:
+            os.environ.pop("TORCHELASTIC_RESTART_COUNT", None)
 
     def test_exception_at_its_step_with_its_type_and_event(self):
         self.arm("exception:rank=1:step=3:arg=ValueError")

@@ -133,12 +133,26 @@ TEST(FaultSpec, SeveralRanks) {
   EXPECT_EQ(o->fault.ranks, (std::vector<int>{1, 3}));
 }
 
+TEST(FaultSpec, AttemptNamesTheRunOfTheRanksItStrikesIn) {
+  auto f = parseFaultSpec("exception:rank=1:step=3:attempt=0");
+  ASSERT_TRUE(f) << f.error();
+  ASSERT_TRUE(f->attempt);
+  EXPECT_EQ(*f->attempt, 0);
+  EXPECT_TRUE(f->inAttempt(0));
+  EXPECT_FALSE(f->inAttempt(1));
+  EXPECT_EQ(f->text(), "exception:rank=1:step=3:attempt=0");
+  auto every = parseFaultSpec("exception:rank=1:step=3");
+  ASSERT_TRUE(every);
+  EXPECT_TRUE(every->inAttempt(0) && every->inAttempt(2));
+  EXPECT_EQ(parseFaultSpec("exception:attempt=x").error(), "bad fault attempt 'x', expected an attempt number >= 0 (0: the first)");
+}
+
 TEST(FaultSpec, BadInputSaysWhatWasExpected) {
   EXPECT_EQ(parseFaultSpec("segfalt").error().substr(0, 44), "unknown fault kind 'segfalt', expected one o");
   EXPECT_EQ(parseFaultSpec("segfault:rank=-1").error(), "bad fault rank '-1', expected a rank >= 0, ranks such as 0,2, or 'all'");
   EXPECT_EQ(parseFaultSpec("segfault:step=0").error(), "bad fault step '0', expected an integer >= 1");
   EXPECT_EQ(parseFaultSpec("segfault:step=x").error(), "bad fault step 'x', expected an integer >= 1");
-  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, node, step, collective, op, nth, after, point, arg or by");
+  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, node, step, collective, op, nth, after, point, attempt, arg or by");
   EXPECT_EQ(parseFaultSpec("segfault:3").error(), "bad fault option '3', expected key=value (rank, step, arg)");
   EXPECT_EQ(parseFaultSpec("").error().substr(0, 24), "unknown fault kind '', e");
 }

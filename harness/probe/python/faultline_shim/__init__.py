@@ -96,6 +96,10 @@ def activate(rank, spawned=False, world_size=None):
     world = world_size if world_size is not None else _parse_rank(os.environ.get("WORLD_SIZE"))
     if world is not None and not spawned:
         fields["world_size"] = world
+    from ._faults import launch_attempt
+
+    if launch_attempt() > 0:  # a restarted rank: its events follow its earlier attempts' in the same file
+        fields["attempt"] = launch_attempt()
     rec.emit("start", **fields)
     # What was patched before this process was a rank (spawn children).
     _instrument.flush()

@@ -61,7 +61,7 @@ _AT_COLLECTIVE = {"hung_collective", "collective_mismatch"}
 
 class Fault:
     __slots__ = ("kind", "ranks", "step", "collective", "op", "nth", "after", "arg", "by", "spec", "fired", "due",
-                 "calls")
+                 "calls", "attempt")
 
     def __init__(self, spec):
         self.spec = spec
@@ -74,6 +74,7 @@ class Fault:
         self.after = None
         self.arg = ""
         self.by = "trainer"  # "supervisor": the harness strikes it from outside, not the shim
+        self.attempt = None  # the launcher's attempt it strikes in (0: the first); None: every one
         self.fired = False
         self.due = False   # its step or time came: strike at the next collective
         self.calls = 0     # matching collective calls seen
@@ -131,12 +132,15 @@ def parse(text):
                     raise ValueError("%s: after=%s: expected seconds" % (spec, value)) from None
             elif key == "arg":
                 f.arg = value
+            elif key == "attempt":
+                f.attempt = _count(key, value, 0)
             elif key == "by":
                 if value not in ("trainer", "supervisor"):
                     raise ValueError("%s: by=%s: expected trainer or supervisor" % (spec, value))
                 f.by = value
             else:
-                raise ValueError("%s: unknown key '%s', expected rank, step, collective, op, nth, after, arg or by" % (spec, key))
+                raise ValueError("%s: unknown key '%s', expected rank, step, collective, op, nth, after, attempt, arg or by"
+                                 % (spec, key))
         if sum(x is not None for x in (f.step, f.collective, f.op, f.after)) > 1:
             raise ValueError("%s: give one point: step, collective, op or after" % spec)
         if f.nth != 1 and f.op is None:
@@ -158,13 +162,22 @@ armed = []
 _straggle_ms = 0
 
 
+def launch_attempt():
+    """torchelastic's restart count (TORCHELASTIC_RESTART_COUNT, which torchrun
+    gives each worker: 0, then 1 after its first restart), else 0."""
+    text = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
+    return int(text) if text.isdigit() else 0
+
+
 def arm(rank):
     """Called when the process becomes rank `rank`."""
     global armed
     text = os.environ.get("FAULTLINE_FAULT", "")
     if not text:
         return
-    mine = [f for f in parse(text) if (f.ranks is None or rank in f.ranks) and f.by != "supervisor"]
+    attempt = launch_attempt()
+    mine = [f for f in parse(text) if (f.ranks is None or rank in f.ranks) and f.by != "supervisor"
+            and (f.attempt is None or f.attempt == attempt)]
     armed = mine
     for f in mine:
         if f.after is not None:
