@@ -93,6 +93,8 @@ void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
   report.nodes = d.nodes;
   report.findings = d.findings;
   report.faults = d.faults;
+  report.attempts = d.attempts;
+  report.recovery = d.recovery;
   if (const std::string missed = diagnose::faultsNotStruck(d.faults); !missed.empty()) {
     report.problems.fault_not_struck = missed;
   }

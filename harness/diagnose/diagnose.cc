@@ -6,6 +6,7 @@
 
 #include "harness/diagnose/analyze.h"
 #include "harness/diagnose/fault_outcomes.h"
+#include "harness/diagnose/recovery.h"
 #include "harness/diagnose/report_text.h"
 #include "harness/diagnose/run_input.h"
 #include "harness/diagnose/text.h"
@@ -38,6 +39,9 @@ Result<Diagnosis> diagnoseRun(const std::string& run_dir) {
     // What the launcher itself blamed (torchrun's "Root Cause" block), kept
     // as data so a catalog can say whether the stack named the right rank.
     if (in.launcher) d.launcher_blamed_rank = in.launcher->claimed_root_rank;
+    // A launcher that restarts: each attempt, and whether the job came back.
+    d.attempts = attemptsOf(in);
+    d.recovery = judgeRecovery(in, d.attempts);
     d.findings = findFindings(in);
     // The faults the run asked for: each struck, or why not.
     d.faults = faultOutcomes(in);

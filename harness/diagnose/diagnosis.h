@@ -40,6 +40,8 @@ struct Diagnosis {
   std::map<int, RankInstruments> instruments;   // ranks that wrote `instrument` events
   std::map<int, std::string> stack_dumps;       // rank -> the last 64 KiB of ranks/R/stacks.txt
   std::optional<int> launcher_blamed_rank;      // torchrun's "Root Cause" block, when it named one
+  std::vector<AttemptReport> attempts;          // a launcher that restarts: every attempt (recovery.h)
+  std::optional<Recovery> recovery;             // where restarts were allowed or happened
 };
 
 }  // namespace faultline::diagnose

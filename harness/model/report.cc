@@ -437,6 +437,33 @@ json toJson(const Report& r) {
   out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
   out["ranks"] = ranks;
   if (!nodes.empty()) out["nodes"] = nodes;
+  if (!r.attempts.empty()) {
+    json attempts = json::array();
+    for (const auto& a : r.attempts) {
+      json ranks = json::array();
+      for (const auto& k : a.ranks) {
+        ranks.push_back({{"rank", k.rank}, {"pid", k.pid}, {"exit_code", opt(k.exit_code)}, {"signal", opt(k.signal)}});
+      }
+      attempts.push_back({{"attempt", a.attempt},
+                          {"start_ms", a.start_ms},
+                          {"end_ms", opt(a.end_ms)},
+                          {"ranks", ranks},
+                          {"last_step", a.last_step},
+                          {"failed_rank", opt(a.failed_rank)},
+                          {"ended", a.ended}});
+    }
+    out["attempts"] = attempts;
+  }
+  if (r.recovery) {
+    const Recovery& v = *r.recovery;
+    out["recovery"] = {{"restarts", v.restarts},
+                       {"recovered", v.recovered},
+                       {"time_to_recover_ms", opt(v.time_to_recover_ms)},
+                       {"resumed_from_step", opt(v.resumed_from_step)},
+                       {"steps_lost", opt(v.steps_lost)},
+                       {"crash_loop_rank", opt(v.crash_loop_rank)},
+                       {"summary", v.summary}};
+  }
   out["findings"] = findings;
   if (!faults.empty()) out["faults"] = faults;
   out["teardown"] = {{"clean", r.teardown.clean},
@@ -501,7 +528,8 @@ Result<FaultOutcome> faultOutcomeFromJson(const json& j, const std::string& path
 const std::vector<std::string>& reportKeys() {
   static const std::vector<std::string> kKeys = [] {
     std::vector<std::string> keys = {"schema",   "scenario",     "stack",   "launcher", "root_cause", "ranks",
-                                     "nodes",    "findings",     "faults",   "teardown", "expectations", "verdict", "timeline",
+                                     "nodes",    "findings",     "faults",   "attempts", "recovery", "teardown", "expectations",
+                                     "verdict",  "timeline",
                                      "spans",    "spans_dropped", "harness"};
     RunProblems p;
     for (const auto& [key, value] : problemFields(p)) keys.push_back(key);
@@ -585,6 +613,45 @@ Result<Report> reportFromJson(const json& j) {
       top.adopt(nr.error());
       r.nodes.push_back(std::move(n));
     }
+  }
+  if (const json* as = top.field("attempts", false); as && as->is_array()) {
+    for (const auto& aj : *as) {
+      Reader ar(aj, "report.attempts[]");
+      AttemptReport a;
+      ar.get("attempt", a.attempt);
+      ar.get("start_ms", a.start_ms);
+      ar.getOpt("end_ms", a.end_ms);
+      ar.get("last_step", a.last_step, false);
+      ar.getOpt("failed_rank", a.failed_rank);
+      ar.get("ended", a.ended, false);
+      if (const json* ks = ar.field("ranks", false); ks && ks->is_array()) {
+        for (const auto& kj : *ks) {
+          Reader kr(kj, "report.attempts[].ranks[]");
+          AttemptRank k;
+          kr.get("rank", k.rank);
+          kr.get("pid", k.pid);
+          kr.getOpt("exit_code", k.exit_code);
+          kr.getOpt("signal", k.signal);
+          ar.adopt(kr.error());
+          a.ranks.push_back(std::move(k));
+        }
+      }
+      top.adopt(ar.error());
+      r.attempts.push_back(std::move(a));
+    }
+  }
+  if (const json* vj = top.field("recovery", false); vj && !vj->is_null()) {
+    Reader vr(*vj, "report.recovery");
+    Recovery v;
+    vr.get("restarts", v.restarts);
+    vr.get("recovered", v.recovered);
+    vr.getOpt("time_to_recover_ms", v.time_to_recover_ms);
+    vr.getOpt("resumed_from_step", v.resumed_from_step);
+    vr.getOpt("steps_lost", v.steps_lost);
+    vr.getOpt("crash_loop_rank", v.crash_loop_rank);
+    vr.get("summary", v.summary, false);
+    top.adopt(vr.error());
+    r.recovery = std::move(v);
   }
   if (const json* fs = top.field("findings", false); fs && fs->is_array()) {
     for (const auto& f : *fs) {

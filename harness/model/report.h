@@ -276,6 +276,36 @@ struct RunProblems {
   std::optional<std::string> fault_not_struck;
 };
 
+// One run of the job's ranks (docs/DIAGNOSIS.md, "Attempts and recovery"):
+// attempt 0, then one per restart by the launcher (torchrun --max-restarts).
+struct AttemptRank {
+  int rank = 0;
+  int pid = 0;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal;
+};
+struct AttemptReport {
+  int attempt = 0;
+  int64_t start_ms = 0;               // its first rank's start, since the run's
+  std::optional<int64_t> end_ms;      // its last rank's end
+  std::vector<AttemptRank> ranks;
+  int64_t last_step = -1;             // the furthest step a rank of it finished; -1: none
+  std::optional<int> failed_rank;     // the first of its ranks to fail; none: every rank exited 0 (or was never seen to fail)
+  std::string ended;                  // "rank 1 exited with code 1: NameError: ... (train.py:40)", "every rank exited 0"
+};
+
+// Whether a job run to survive faults came back (scenarios with
+// stack.max_restarts): from its attempts, nothing the launcher said.
+struct Recovery {
+  int restarts = 0;                        // attempts after the first
+  bool recovered = false;                  // after the first attempt failed, a later one ended with every rank exiting 0
+  std::optional<int64_t> time_to_recover_ms;  // the first failure to the recovered attempt's first finished step
+  std::optional<int64_t> resumed_from_step;   // the step of the first attempt whose parameters the last one started from
+  std::optional<int64_t> steps_lost;          // the first attempt's last step minus resumed_from_step
+  std::optional<int> crash_loop_rank;         // a rank that failed first, the same way, in every attempt
+  std::string summary;
+};
+
 struct Report {
   std::optional<ScenarioRef> scenario;
   StackInfo stack;
@@ -285,6 +315,8 @@ struct Report {
   std::vector<NodeReport> nodes;  // multi-node only; empty (and absent) on one node
   std::vector<Finding> findings;
   std::vector<FaultOutcome> faults;  // every requested fault and whether it was struck; empty (absent): none asked
+  std::vector<AttemptReport> attempts;  // a launcher that restarts: every attempt; empty (absent) otherwise
+  std::optional<Recovery> recovery;     // where restarts were allowed
   TeardownReport teardown;
   std::vector<Expectation> expectations;
   Verdict verdict = Verdict::kIncomplete;

@@ -139,6 +139,7 @@ json toJson(const SupervisorRecord& r) {
         {"signals", signals},
         {"stack_dumps", dumps}}},
   };
+  if (r.max_restarts > 0) out["max_restarts"] = r.max_restarts;
   if (r.harness_fds) out["harness_fds"] = {{"before", r.harness_fds->before}, {"after", r.harness_fds->after}};
   if (r.instruments) {
     auto path = [](const std::string& p) { return p.empty() ? json(nullptr) : json(p); };
@@ -175,6 +176,7 @@ Result<SupervisorRecord> supervisorRecordFromJson(const json& j) {
     r.launcher = get<std::string>(j, "launcher", "$");
     r.command = get<std::vector<std::string>>(j, "command", "$");
     r.world_size = get<int>(j, "world_size", "$");
+    r.max_restarts = getOpt<int>(j, "max_restarts", "$").value_or(0);
     r.containment = get<std::string>(j, "containment", "$");
     const json& ranks = array(j, "ranks", "$");
     for (size_t i = 0; i < ranks.size(); ++i) {

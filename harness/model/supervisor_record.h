@@ -113,6 +113,9 @@ struct SupervisorRecord {
   std::string launcher = "builtin";  // builtin | external
   std::vector<std::string> command;
   int world_size = 0;
+  // The restarts the launcher was allowed ([stack] max_restarts); 0: none.
+  // Absent from the file when 0.
+  int max_restarts = 0;
   std::string containment = "cgroup";  // cgroup | subreaper
   std::vector<SupervisedRank> ranks;   // sorted by rank
   std::optional<LauncherProcess> launcher_process;

@@ -1008,6 +1008,7 @@ SupervisedRun WatchLoop::result() const {
     if (rec.ranks[i].rank == rec.ranks[i - 1].rank) rec.ranks[i].attempt = rec.ranks[i - 1].attempt + 1;
   }
   rec.world_size = world;
+  rec.max_restarts = opts_.max_restarts;
   rec.launcher_process = launcher_record_;
   rec.trigger = trigger_;
   if (!triggered_) rec.trigger.t_ns = 0;

@@ -32,6 +32,7 @@ slow in its backward compute is not told from one waiting for its peers.
 import ctypes
 import functools
 import hashlib
+import os
 import threading
 import weakref
 
@@ -76,13 +77,19 @@ def _emit_fingerprints(rec, at, step, modules):
         rec.emit("fingerprint", what="buffers", step=step, hash=b.hexdigest(), at=at)
 
 
+# FAULTLINE_FINGERPRINT_EVERY_STEP=1 (a run whose launcher may restart it):
+# every step's, so that a restarted attempt's starting parameters name the
+# step it resumed from (docs/DIAGNOSIS.md, "Attempts and recovery").
+_every_step = os.environ.get("FAULTLINE_FINGERPRINT_EVERY_STEP") == "1"
+
+
 def on_optimizer_step():
-    """At the 1st, 2nd, 4th, ... optimizer step: the replicas' fingerprints."""
+    """At the 1st, 2nd, 4th, ... optimizer step (or every one): the replicas' fingerprints."""
     global _optimizer_steps
     _optimizer_steps += 1
     n = _optimizer_steps
     rec = _state.recorder
-    if rec is None or n & (n - 1):
+    if rec is None or (n & (n - 1) and not _every_step):
         return
     modules = [m for m in (w() for w in _wrapped) if m is not None]
     if modules:
