@@ -392,6 +392,16 @@ std::string body(const Report& r) {
     for (const auto& n : notes) o << "<li>" << e(n) << "</li>";
     o << "</ul>\n";
   }
+  if (r.recovery) {
+    o << "<h2>Recovery</h2><div id=\"recovery\" class=\"" << (r.recovery->recovered ? "ok" : "bad") << "\">"
+      << e(r.recovery->summary) << "</div>\n<table><tr><th>attempt</th><th>start</th><th>end</th><th>last step</th><th>ended</th></tr>";
+    for (const auto& a : r.attempts) {
+      o << "<tr><td>" << a.attempt << "</td><td>" << a.start_ms << " ms</td><td>"
+        << (a.end_ms ? std::to_string(*a.end_ms) + " ms" : "?") << "</td><td>"
+        << (a.last_step >= 0 ? std::to_string(a.last_step) : "-") << "</td><td>" << e(a.ended) << "</td></tr>";
+    }
+    o << "</table>\n";
+  }
   o << "<h2>Teardown</h2><div id=\"teardown\">" << (r.teardown.clean ? "clean" : "NOT clean") << ", "
     << r.teardown.duration_ms << " ms, escalation " << escalationName(r.teardown.escalation) << "</div>\n";
   for (const auto& s : r.teardown.survivors) o << "<div class=\"bad\">survivor " << s.pid << ": " << e(s.cmdline) << "</div>\n";

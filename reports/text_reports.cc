@@ -320,6 +320,14 @@ std::string markdownForRun(const Report& r) {
         << markdownCell(exit) << " | " << markdownCell(k->diagnosis) << " |\n";
     }
   }
+  if (r.recovery) {
+    // A launcher that restarts: whether the job came back, then each attempt.
+    o << "\n### Recovery\n\n" << markdownCell(r.recovery->summary) << "\n\n| attempt | start | end | last step | ended |\n|---|---|---|---|---|\n";
+    for (const auto& a : r.attempts) {
+      o << "| " << a.attempt << " | " << a.start_ms << " ms | " << (a.end_ms ? std::to_string(*a.end_ms) + " ms" : "?") << " | "
+        << (a.last_step >= 0 ? std::to_string(a.last_step) : "-") << " | " << markdownCell(a.ended) << " |\n";
+    }
+  }
   o << "\nTeardown: " << (r.teardown.clean ? "clean" : "NOT clean") << ", " << r.teardown.duration_ms << " ms, escalation "
     << escalationName(r.teardown.escalation);
   if (!r.teardown.survivors.empty()) o << ", " << r.teardown.survivors.size() << " survivor(s)";

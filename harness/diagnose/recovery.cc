@@ -201,7 +201,16 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
     v.summary = "not recovered: the launcher made no restart (max_restarts " +
                 std::to_string(in.supervisor ? in.supervisor->max_restarts : 0) + ")";
   } else {
-    v.summary = "not recovered after " + plural(v.restarts, "restart") + ": the last attempt ended: " + last.ended;
+    // The supervisor says when it ended a restarted attempt that hung.
+    std::string hung;
+    if (in.supervisor) {
+      const std::string kHung = "a restarted attempt hung: ";
+      for (const std::string& n : in.supervisor->notes) {
+        if (n.rfind(kHung, 0) == 0) hung = n.substr(kHung.size());
+      }
+    }
+    v.summary = "not recovered after " + plural(v.restarts, "restart") + ": " +
+                (hung.empty() ? "the last attempt ended: " + last.ended : "the last attempt hung (" + hung + ")");
   }
   return v;
 }

@@ -372,7 +372,15 @@ void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {
 }
 
 void WatchLoop::setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail) {
-  if (triggered_) return;
+  if (triggered_) {
+    // A restarted attempt that hangs: the run's trigger stays its first
+    // failure (the root cause); this one ends the run, and is said.
+    if (kind == TriggerKind::kHang && restartedAttempt()) {
+      timeline(rank, "a restarted attempt hung: " + detail, TimelineKind::kTrigger);
+      note("a restarted attempt hung: " + detail);
+    }
+    return;
+  }
   triggered_ = true;
   trigger_.kind = kind;
   trigger_.t_ns = launch::realtimeNs();
@@ -760,7 +768,15 @@ void WatchLoop::onHangTimer() {
   // the launcher's own silence is no hang of ranks; the deadline bounds it.
   // With a rank whose collectives the shim could not trace, nobody being in
   // a traced one does not mean the ranks are computing: silence is a hang.
-  if (ranks_.empty() || (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang)) {
+  // A restarted attempt whose every live rank sits in init_process_group a
+  // whole hang timeout (torch 2.13's Gloo mesh of a restart can wait for a
+  // peer address of the attempt before) waits as ranks in a collective do.
+  const bool restart_rendezvous = restartedAttempt() && !tracker_.inRendezvous().empty() &&
+                                  std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& r) {
+                                    return r->finished || tracker_.inRendezvous().count(r->rank) > 0;
+                                  });
+  if (ranks_.empty() ||
+      (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang && !restart_rendezvous)) {
     armHangTimer(now + limit);
     return;
   }
@@ -829,8 +845,13 @@ void WatchLoop::armAdaptiveTimer() {
   });
 }
 
+bool WatchLoop::restartedAttempt() const {
+  return opts_.max_restarts > 0 && triggered_ && trigger_.kind == TriggerKind::kRankFailure;
+}
+
 void WatchLoop::onAdaptiveTimer() {
-  if (stop_main_ || triggered_) return;
+  // After the first failure only a launcher that restarts has ranks left to watch.
+  if (stop_main_ || (triggered_ && !restartedAttempt())) return;
   std::set<int> live;
   for (const auto& r : ranks_) {
     if (!r->finished) live.insert(r->rank);

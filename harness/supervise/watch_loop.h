@@ -96,6 +96,9 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   void deliverFaults();
   void armFaultTimer();
   bool ranksStillStarting();
+  // The launcher may restart the ranks and the first failure has happened:
+  // the ranks now running are a restarted attempt, still watched for hangs.
+  bool restartedAttempt() const;
   // Uninstrumented ranks: the live ranks whose CPU time has not advanced
   // since the probe taken kIdleConfirm ago (watch_loop.cc).
   std::vector<int> idleRanks();

@@ -236,15 +236,18 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
 // first line into a pipe with no reader and died of SIGPIPE (exit 141)
 // before it ran a scenario. Its exit status must be the verdict's, and its
 // reports complete.
-// --catalog --keep: the stacks already complete under -o are read, not run
-// again; one whose directory was removed is run again; the catalog is
-// written from all of them and says --keep.
-TEST_F(ScenarioCli, CatalogKeepRerunsOnlyTheStacksWhoseRunIsGone) {
+// --catalog --keep: every cell already run under -o is read, not run again;
+// a cell whose directory is gone (a whole stack removed, a scenario added
+// since) runs; the catalog is written from all of them and says --keep.
+TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
   const fs::path scenarios = dir_ / "scenarios";
   fs::create_directories(scenarios);
-  std::ofstream(scenarios / "clean.toml") << "name = \"clean\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\n"
-                                              "trainer = \"command\"\ncommand = [\"" FL_HOSTILE "\", \"*=ok\"]\n"
-                                              "stacks = [\"builtin\"]\nworld_size = 2\n[expect]\n\"root_cause\" = { null = true }\n";
+  const auto write = [&](const std::string& name) {
+    std::ofstream(scenarios / (name + ".toml")) << "name = \"" << name << "\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\n"
+                                                   "trainer = \"command\"\ncommand = [\"" FL_HOSTILE "\", \"*=ok\"]\n"
+                                                   "stacks = [\"builtin\"]\nworld_size = 2\n[expect]\n\"root_cause\" = { null = true }\n";
+  };
+  write("clean");
   const fs::path md = dir_ / "modes.md", out = dir_ / "out";
   const std::string args = "suite " + scenarios.string() + " --catalog " + md.string() + " -j 2 -o " + out.string();
   auto first = faultline(args, dir_ / "log1");
@@ -257,16 +260,31 @@ TEST_F(ScenarioCli, CatalogKeepRerunsOnlyTheStacksWhoseRunIsGone) {
   ASSERT_FALSE(stacks.empty());
   const std::string rerun = stacks.front();
   fs::remove_all(out / rerun);
+  write("added");
   auto again = faultline(args + " --keep", dir_ / "log2");
   ASSERT_EQ(again.status, 0) << again.out;
+  // The progress line of a cell: "[1/2] pass   clean   builtin@2.13   kept  pass".
+  const auto line = [&](const std::string& name, const std::string& stack) {
+    std::istringstream in(again.out);
+    for (std::string l; std::getline(in, l);) {
+      if (l.rfind("[", 0) == 0 && l.find(" " + name + " ") != std::string::npos && l.find(" " + stack + " ") != std::string::npos) {
+        return l;
+      }
+    }
+    return std::string();
+  };
   for (const std::string& st : stacks) {
-    const bool kept = again.out.find(st + ": kept from") != std::string::npos;
-    EXPECT_EQ(kept, st != rerun) << st << "\n" << again.out;
+    const std::string clean = line("clean", st), added = line("added", st);
+    ASSERT_FALSE(clean.empty()) << st << "\n" << again.out;
+    ASSERT_FALSE(added.empty()) << st << "\n" << again.out;
+    EXPECT_EQ(clean.find(" kept ") != std::string::npos, st != rerun) << clean;
+    EXPECT_EQ(added.find(" kept "), std::string::npos) << added;
   }
   EXPECT_TRUE(fs::exists(out / rerun / "report.json"));
   const std::string text = readFile(md);
   EXPECT_NE(text.find("--keep"), std::string::npos);
-  EXPECT_NE(text.find("clean"), std::string::npos);
+  EXPECT_NE(text.find("| clean |"), std::string::npos);
+  EXPECT_NE(text.find("| added |"), std::string::npos);
 }
 
 TEST_F(ScenarioCli, SuiteIntoAClosedPipeKeepsItsStatusAndReports) {

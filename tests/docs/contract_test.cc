@@ -161,6 +161,10 @@ TEST(Contract, EveryReportFieldIsInSectionFour) {
   r.ranks = {rank};
   r.nodes = {NodeReport{"n2", "h2", {1}, true, 5, {Survivor{1, "x"}}, 0}};
   r.findings = {Finding{}};
+  AttemptReport attempt;
+  attempt.ranks = {AttemptRank{}};
+  r.attempts = {attempt};
+  r.recovery = Recovery{};
   r.teardown.survivors = {Survivor{1, "x"}};
   r.teardown.leaks = {"l"};
   Expectation e;

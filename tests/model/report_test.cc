@@ -67,6 +67,50 @@ TEST(Report, RoundTripKeepsEveryField) {
   EXPECT_EQ(toJson(*back), j);
 }
 
+// A run whose launcher restarted it: each attempt and the recovery verdict
+// come back as fields, nothing in `extra`.
+TEST(Report, AttemptsAndRecoveryRoundTrip) {
+  Report r = sampleReport();
+  AttemptReport a0;
+  a0.attempt = 0;
+  a0.start_ms = 900;
+  a0.end_ms = 2100;
+  a0.ranks = {AttemptRank{0, 11, std::nullopt, std::string("SIGTERM")}, AttemptRank{1, 12, 1, std::nullopt}};
+  a0.last_step = 2;
+  a0.failed_rank = 1;
+  a0.ended = "rank 1 exited with code 1: NameError: x (t.py:3)";
+  AttemptReport a1;
+  a1.attempt = 1;
+  a1.start_ms = 5900;
+  a1.ranks = {AttemptRank{0, 21, 0, std::nullopt}};
+  a1.last_step = 8;
+  a1.ended = "every rank exited 0";
+  r.attempts = {a0, a1};
+  Recovery v;
+  v.restarts = 1;
+  v.recovered = true;
+  v.time_to_recover_ms = 5048;
+  v.resumed_from_step = 0;
+  v.steps_lost = 2;
+  v.summary = "recovered after 1 restart";
+  r.recovery = v;
+  const auto j = toJson(r);
+  EXPECT_EQ(j["attempts"][0]["ranks"][0]["signal"], "SIGTERM");
+  EXPECT_TRUE(j["attempts"][1]["end_ms"].is_null());
+  EXPECT_EQ(j["recovery"]["steps_lost"], 2);
+  EXPECT_TRUE(j["recovery"]["crash_loop_rank"].is_null());
+  auto back = reportFromJson(j);
+  ASSERT_TRUE(back.has_value()) << back.error().str();
+  EXPECT_EQ(toJson(*back), j);
+  EXPECT_FALSE(back->extra.contains("attempts") || back->extra.contains("recovery")) << back->extra.dump();
+  EXPECT_EQ(back->attempts.size(), 2u);
+  ASSERT_TRUE(back->recovery);
+  EXPECT_EQ(back->recovery->time_to_recover_ms, 5048);
+  // Without restarts neither key is written.
+  EXPECT_FALSE(toJson(sampleReport()).contains("attempts"));
+  EXPECT_FALSE(toJson(sampleReport()).contains("recovery"));
+}
+
 // The problems are typed fields under their own keys, never `extra`; every
 // key toJson writes is one reportFromJson reads (kKnown in report.cc once
 // lacked spans and spans_dropped, and a round trip put them in extra too).

@@ -236,6 +236,28 @@ TEST(Markdown, HarnessNotesAreShownInBothPages) {
   EXPECT_NO_THROW(htmlForRun(r));
 }
 
+// A launcher that restarted the job: the recovery verdict and each attempt,
+// in both pages, the attempt's text escaped.
+TEST(Markdown, RecoveryAndAttemptsAreShownInBothPages) {
+  Report r = hostileReport();
+  AttemptReport a;
+  a.attempt = 0;
+  a.start_ms = 10;
+  a.end_ms = 20;
+  a.ended = "rank 1 exited with code 1: <b>x</b>";
+  r.attempts = {a};
+  Recovery v;
+  v.summary = "not recovered: the launcher made no restart (max_restarts 1)";
+  r.recovery = v;
+  const std::string md = markdownForRun(r);
+  EXPECT_NE(md.find("### Recovery\n\nnot recovered: the launcher made no restart (max_restarts 1)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0 | 10 ms | 20 ms | - | rank 1 exited with code 1: &lt;b&gt;x&lt;/b&gt; |"), std::string::npos) << md;
+  const std::string html = htmlForRun(r);
+  EXPECT_NE(html.find("<div id=\"recovery\" class=\"bad\">not recovered"), std::string::npos) << html;
+  EXPECT_EQ(html.find("<b>x</b>"), std::string::npos);
+  EXPECT_EQ(markdownForRun(hostileReport()).find("### Recovery"), std::string::npos);
+}
+
 TEST(Suite, JsonCountsAndHeadlines) {
   Suite s;
   s.entries = {{"a", "builtin", "a", hostileReport()}};

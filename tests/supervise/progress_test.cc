@@ -25,6 +25,25 @@ TEST(CollectiveTracker, BeginWithoutEndIsInsideACollective) {
   EXPECT_EQ(t.describe(), "rank 0 in allreduce seq 3; rank 1 not in a collective");
 }
 
+// A launcher that restarts its ranks (torchrun --max-restarts) starts a new
+// process for each: the collective the old one died in is over, and the new
+// process's first collective (seq 0 again) is all that counts.
+TEST(CollectiveTracker, ARestartedRanksNewProcessForgetsTheOldOnesCalls) {
+  CollectiveTracker t;
+  t.onLine(0, R"({"t":1,"rank":0,"pid":9,"ev":"start"})");
+  t.onLine(0, R"({"t":2,"rank":0,"pid":9,"ev":"collective_begin","op":"allreduce","seq":4})");
+  ASSERT_TRUE(t.anyInCollective());
+  // The same process writing `start` again (a spawn child named late) is no restart.
+  t.onLine(0, R"({"t":3,"rank":0,"pid":9,"ev":"start"})");
+  EXPECT_TRUE(t.anyInCollective());
+  t.onLine(0, R"({"t":4,"rank":0,"pid":19,"ev":"start","attempt":1})");
+  EXPECT_FALSE(t.anyInCollective());
+  EXPECT_EQ(t.seqPassed(0), -1);
+  t.onLine(0, R"({"t":5,"rank":0,"pid":19,"ev":"collective_begin","op":"broadcast","seq":0})");
+  ASSERT_TRUE(t.openCollective(0));
+  EXPECT_EQ(t.openCollective(0)->seq, 0);
+}
+
 // A rank whose collective patch did not apply may be inside a collective the
 // shim could not see: it is not said to be outside one.
 TEST(CollectiveTracker, ARankWithoutCollectiveTracingIsNotSaidToBeOutsideOne) {
