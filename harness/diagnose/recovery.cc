@@ -195,8 +195,9 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
       v.summary += "; where it resumed is not known (no parameter fingerprint of the first attempt matches)";
     }
   } else if (v.crash_loop_rank) {
-    v.summary = "not recovered: rank " + std::to_string(*v.crash_loop_rank) + " failed the same way in all " +
-                plural(static_cast<int>(attempts.size()), "attempt") + " (a crash loop): " + first.ended;
+    const std::string all = attempts.size() == 2 ? "both attempts" : "all " + plural(static_cast<int>(attempts.size()), "attempt");
+    v.summary = "not recovered: rank " + std::to_string(*v.crash_loop_rank) + " failed the same way in " + all +
+                " (a crash loop): " + first.ended;
   } else if (v.restarts == 0) {
     v.summary = "not recovered: the launcher made no restart (max_restarts " +
                 std::to_string(in.supervisor ? in.supervisor->max_restarts : 0) + ")";
