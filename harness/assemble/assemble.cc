@@ -23,12 +23,17 @@ namespace {
 
 using nlohmann::json;
 
-// The supervisor's facts of each rank: the latest process that carried it
-// (restarts replace), with the role those facts alone give. The diagnosis,
-// when there is one, replaces roles and diagnoses.
+// The supervisor's facts of each rank: the latest process that carried it,
+// with the role those facts alone give. The diagnosis, when there is one,
+// replaces roles and diagnoses. A launcher allowed to restart the ranks
+// (max_restarts) ran them in attempts: the ranks are the first attempt's,
+// whose failure the diagnosis names; the later ones are report.attempts.
 std::vector<RankReport> factRanks(const SupervisorRecord& rec) {
   std::map<int, const SupervisedRank*> latest;
-  for (const auto& k : rec.ranks) latest[k.rank] = &k;
+  for (const auto& k : rec.ranks) {
+    if (rec.max_restarts > 0 && k.attempt > 0) continue;
+    latest[k.rank] = &k;
+  }
   std::set<int> survivors;
   for (const auto& s : rec.teardown.report.survivors) survivors.insert(s.pid);
   std::vector<RankReport> out;

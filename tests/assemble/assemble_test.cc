@@ -60,6 +60,33 @@ TEST(AssembleReport, CleanRunFromTheSupervisorsFacts) {
   ASSERT_EQ(r.timeline.size(), 1u);
 }
 
+// A launcher that restarted the ranks: report.ranks are the first attempt's
+// processes (the diagnosis names their failure); the restarts are
+// report.attempts. Without restarts allowed the latest process stays.
+TEST(AssembleReport, RestartedRanksAreReportedAsTheFirstAttempts) {
+  RunValues v;
+  v.supervisor = cleanRecord(2);
+  v.supervisor->ranks[1].exit_code = 1;
+  for (int r = 0; r < 2; ++r) {
+    SupervisedRank k;
+    k.rank = r;
+    k.pid = 200 + r;
+    k.exit_code = 0;
+    k.attempt = 1;
+    v.supervisor->ranks.push_back(k);
+  }
+  v.diagnosis = cleanDiagnosis(2);
+  v.supervisor->max_restarts = 1;
+  Report r = assembleReport(v, {});
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.ranks[1].pid, 101);
+  EXPECT_EQ(r.ranks[1].exit_code, 1);
+  v.supervisor->max_restarts = 0;
+  r = assembleReport(v, {});
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_EQ(r.ranks[1].pid, 201);
+}
+
 TEST(AssembleReport, AWarningFindingIsReportedNotAFailure) {
   // Regression: a no_pg_destroy finding (severity warning) made exec exit 1.
   RunValues v;
