@@ -13,11 +13,12 @@
 #include "harness/probe/fault_spec.h"
 
 namespace faultline::diagnose {
-namespace {
 
 bool failedExit(const RankInput& r) {
   return (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
 }
+
+namespace {
 
 bool isTeardownSignal(const std::optional<std::string>& s) {
   return s && (*s == "SIGTERM" || *s == "SIGINT" || *s == "SIGHUP" || *s == "SIGKILL");
@@ -247,9 +248,8 @@ bool interruptedByTeardown(const Analysis& a, int rank) {
   const RankInput& ri = a.in->ranks.at(rank);
   const RankState& st = a.states.at(rank);
   if (!a.teardown_ns || !ri.exit_ns || *ri.exit_ns < *a.teardown_ns) return false;
-  if (!st.has_evidence || !st.evidence.collateral) return false;
-  return classifyCollateral(st.evidence.type) == CollateralKind::kTeardownSignal ||
-         classifyCollateral(st.evidence.message) == CollateralKind::kTeardownSignal;
+  return st.has_evidence && st.evidence.collateral &&
+         st.evidence.collateral_reason == collateralKindName(CollateralKind::kTeardownSignal);
 }
 
 double msSinceStart(const Analysis& a, int64_t t_ns) {

@@ -76,6 +76,7 @@ std::string injectedSyscall(const Event& e);
 const Event* firstInjectedSyscall(const RankInput& r, std::optional<int64_t> until);
 bool hasEvent(const RankInput& r, std::string_view ev);
 int64_t maxStepEnd(const RankInput& r);  // -1: no step ended
+bool failedExit(const RankInput& r);     // a non-zero exit code or a signal
 // The rank ended after the teardown began, and all it said was that a signal
 // interrupted it (a KeyboardInterrupt, torchrun's SignalException): the
 // teardown ended it, directly or through its launcher (mp.spawn's children

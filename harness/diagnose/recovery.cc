@@ -13,8 +13,10 @@
 namespace faultline::diagnose {
 namespace {
 
-bool failed(const RankInput& r) {
-  return r.exit_known && (r.signal || r.exit_code.value_or(0) != 0);
+bool everyRankExitedZero(const std::map<int, RankInput>& ranks) {
+  return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [](const auto& kv) {
+    return kv.second.exit_known && kv.second.exit_code == 0;
+  });
 }
 
 // The rank's own error, as the shim recorded it (its `error` event).
@@ -54,7 +56,7 @@ std::vector<Attempt> collect(const RunInput& in) {
   for (Attempt& a : out) {
     std::optional<int64_t> at;
     for (const auto& [r, ri] : *a.ranks) {
-      if (!failed(ri)) continue;
+      if (!failedExit(ri)) continue;
       const int64_t t = ri.exit_ns.value_or(std::numeric_limits<int64_t>::max());
       if (!a.first_failed || t < *at) a.first_failed = r, at = t;
     }
@@ -144,10 +146,7 @@ std::vector<AttemptReport> attemptsOf(const RunInput& in) {
     if (a.first_failed) {
       rep.ended = "rank " + std::to_string(*a.first_failed) + " " + failureText(a.ranks->at(*a.first_failed));
     } else {
-      const bool clean = !a.ranks->empty() && std::all_of(a.ranks->begin(), a.ranks->end(), [](const auto& kv) {
-        return kv.second.exit_known && kv.second.exit_code == 0;
-      });
-      rep.ended = clean ? "every rank exited 0" : "its ranks' exits are not all known";
+      rep.ended = everyRankExitedZero(*a.ranks) ? "every rank exited 0" : "its ranks' exits are not all known";
     }
     out.push_back(std::move(rep));
   }
@@ -161,7 +160,7 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
   const AttemptReport& first = attempts.front();
   const AttemptReport& last = attempts.back();
   const std::vector<Attempt> runs = collect(in);
-  const bool last_clean = !last.failed_rank && last.ended == "every rank exited 0" &&
+  const bool last_clean = !last.failed_rank && everyRankExitedZero(*runs.back().ranks) &&
                           static_cast<int>(last.ranks.size()) >= std::max(in.world_size, 1);
   v.recovered = first.failed_rank.has_value() && v.restarts > 0 && last_clean;
   if (v.recovered) {
@@ -205,9 +204,9 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
     // The supervisor says when it ended a restarted attempt that hung.
     std::string hung;
     if (in.supervisor) {
-      const std::string kHung = "a restarted attempt hung: ";
+      const std::string prefix = kRestartedAttemptHung;
       for (const std::string& n : in.supervisor->notes) {
-        if (n.rfind(kHung, 0) == 0) hung = n.substr(kHung.size());
+        if (n.rfind(prefix, 0) == 0) hung = n.substr(prefix.size());
       }
     }
     v.summary = "not recovered after " + plural(v.restarts, "restart") + ": " +

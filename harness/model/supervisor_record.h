@@ -107,6 +107,10 @@ struct RunInstruments {
   std::string preload;      // the LD_PRELOAD interposer
 };
 
+// The note the supervisor records when it ends a restarted attempt that hung
+// (the run's trigger stays the first failure); the recovery verdict reads it.
+inline constexpr const char* kRestartedAttemptHung = "a restarted attempt hung: ";
+
 struct SupervisorRecord {
   int64_t start_ns = 0;
   int64_t end_ns = 0;

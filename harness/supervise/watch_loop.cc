@@ -376,8 +376,8 @@ void WatchLoop::setTrigger(TriggerKind kind, std::optional<int> rank, std::strin
     // A restarted attempt that hangs: the run's trigger stays its first
     // failure (the root cause); this one ends the run, and is said.
     if (kind == TriggerKind::kHang && restartedAttempt()) {
-      timeline(rank, "a restarted attempt hung: " + detail, TimelineKind::kTrigger);
-      note("a restarted attempt hung: " + detail);
+      timeline(rank, kRestartedAttemptHung + detail, TimelineKind::kTrigger);
+      note(kRestartedAttemptHung + detail);
     }
     return;
   }

@@ -143,7 +143,7 @@ TEST(Recovery, TheSameFailureInEveryAttemptIsACrashLoop) {
   EXPECT_FALSE(w->crash_loop_rank);
   EXPECT_EQ(w->summary, "not recovered after 2 restarts: the last attempt ended: rank 1 exited with code 4");
   // The supervisor ended the last attempt as a hang: said so.
-  in.supervisor->notes.push_back("a restarted attempt hung: no progress event for 10000 ms");
+  in.supervisor->notes.push_back(std::string(kRestartedAttemptHung) + "no progress event for 10000 ms");
   EXPECT_EQ(judgeRecovery(in, attemptsOf(in))->summary,
             "not recovered after 2 restarts: the last attempt hung (no progress event for 10000 ms)");
 }
