@@ -43,6 +43,10 @@ struct Evidence {
   // own (the interpreter could not open the script, argparse refused the
   // arguments): a fact of the command, so every rank running it fails alike.
   bool command_line = false;
+  // The report was cut short: a process killed as it printed it ("terminate
+  // called after throwing an instance of '" and no more). It says only that
+  // the process was ending; any fuller record of it wins (terminalError).
+  bool cut_off = false;
 };
 
 // "NameError: name 'c' is not defined (train.py:42)" style one-liner; " in

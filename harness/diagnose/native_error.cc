@@ -64,7 +64,15 @@ std::optional<Evidence> parseTerminate(const std::vector<std::string_view>& line
       return e;
     }
     std::string_view t = l.substr(p + kHead.size());
-    e.type = std::string(t.substr(0, t.find('\'')));
+    const size_t quote = t.find('\'');
+    if (quote == 0 || trim(t).empty()) {
+      // Killed while it printed the head: not even the type came out.
+      e.type = "std::terminate";
+      e.message = "terminate called after throwing an exception (its report was cut off)";
+      e.cut_off = true;
+      return e;
+    }
+    e.type = std::string(t.substr(0, quote));
     std::string rest;
     for (size_t k = i + 1; k < lines.size() && k < i + 200; ++k) {
       const std::string_view w = lines[k];
@@ -88,6 +96,10 @@ std::optional<Evidence> parseTerminate(const std::vector<std::string_view>& line
       rest.append(w).push_back('\n');
     }
     e.location = parseC10Location(rest);
+    // A type with no what() after it: killed before its message came out (a
+    // std::exception always has one; a thrown int or other non-std type does
+    // not, and its fuller record, the probe's, says so).
+    e.cut_off = e.message.empty();
     if (e.type == "std::bad_alloc" || contains(e.message, "can't allocate memory") ||
         contains(e.message, "out of memory")) {
       e.kind = Kind::kOom;

@@ -257,7 +257,10 @@ const Evidence* terminalError(const std::vector<Evidence>& errors) {
   const Evidence* last_collateral = nullptr;
   const Evidence* last_cpp = nullptr;
   const Evidence* last_python = nullptr;
+  // A report cut short counts only where nothing fuller was recorded.
+  const bool any_whole = std::any_of(errors.begin(), errors.end(), [](const Evidence& e) { return !e.cut_off; });
   for (const Evidence& e : errors) {
+    if (e.cut_off && any_whole) continue;
     if (e.collateral) {
       last_collateral = &e;
     } else {

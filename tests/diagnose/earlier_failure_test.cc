@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "harness/diagnose/native_error.h"
 #include "harness/diagnose/rank_log.h"
+#include "harness/diagnose/text.h"
 #include "tests/diagnose/test_util.h"
 
 namespace faultline::diagnose {
@@ -177,6 +179,27 @@ TEST(RankFailure, EventsAreOrderedByTheirClockAndOtherFilesNot) {
   EXPECT_EQ(rankFailure({thread, main})->type, "ZeroDivisionError");
   thread.t_ns = 3'077'000'000;
   EXPECT_EQ(rankFailure({thread, main})->type, "KeyError");
+}
+
+// CI, builtin@2.13 undefined-symbol: a native rank, stopped as its terminate
+// handler printed, left "terminate called after throwing an instance of '"
+// in its stderr; the probe's event had already recorded the exception whole
+// (a peer's closed connection). The cut report must not hide it.
+TEST(RankFailure, AReportCutShortGivesWayToTheWholeRecordOfIt) {
+  Evidence whole;
+  whole.kind = Kind::kCppException;
+  whole.type = "gloo::IoException";
+  whole.message = "[pair.cc:553] Connection closed by peer [127.0.0.1]:63121";
+  whole.collateral = true;
+  whole.origin = "events.jsonl";
+  whole.t_ns = 100;
+  Evidence cut = *parseTerminate(splitLines("terminate called after throwing an instance of '"));
+  auto f = rankFailure({whole, cut});
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->type, "gloo::IoException");
+  EXPECT_TRUE(f->collateral);
+  // Alone, it still says the process ended in std::terminate.
+  EXPECT_EQ(rankFailure({cut})->type, "std::terminate");
 }
 
 TEST(RankFailure, AWorkerKilledBySignalUnderTheMainProcessError) {

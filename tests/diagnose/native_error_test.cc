@@ -53,6 +53,17 @@ TEST(Terminate, TruncatedBeforeWhat) {
   ASSERT_TRUE(e);  // still a C++ exception, type as far as it goes
   EXPECT_EQ(e->kind, Kind::kCppException);
   EXPECT_TRUE(e->message.empty());
+  EXPECT_TRUE(e->cut_off);
+  // Cut at the head's quote: not even the type came out.
+  auto head = parseTerminate(splitLines("terminate called after throwing an instance of '"));
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->type, "std::terminate");
+  EXPECT_TRUE(head->cut_off);
+  EXPECT_NE(head->message, "");
+  // A whole report is not cut off.
+  EXPECT_FALSE(parseTerminate(splitLines("terminate called after throwing an instance of 'std::runtime_error'\n"
+                                         "  what():  injected fault\n"))
+                   ->cut_off);
 }
 
 TEST(C10Location, Parses) {
