@@ -144,6 +144,56 @@ launch::Tools findTools(const std::string& self_exe) {
   return t;
 }
 
+supervise::SuperviseOptions superviseOptions(const scenario::Scenario& s, const launch::StackPlan& plan,
+                                             const ScenarioRunOptions& opts, const std::string& run_dir) {
+  supervise::SuperviseOptions so;
+  so.launch = plan.launch;
+  so.outside_faults = plan.outside_faults;
+  so.requested_faults = plan.requested_faults;
+  so.out_dir = run_dir;
+  so.hang_timeout_s = s.limits.hang_timeout_s;
+  so.deadline_s = s.limits.deadline_s;
+  so.grace_s = s.limits.grace_s;
+  so.max_restarts = s.stack.max_restarts;
+  so.adaptive.factor = s.limits.hang_factor;
+  so.adaptive.floor_s = s.limits.hang_floor_s;
+  so.adaptive.idle_s = s.limits.hang_idle_s;
+  so.adaptive.rendezvous_idle_s = 2.5 * s.limits.hang_idle_s;
+  so.allow_cgroup = opts.allow_cgroup;
+  addLibraryPaths(so, s.library_paths, dirOf(s.file));
+  addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
+  return so;
+}
+
+// A scenario that expects recovery.same_result has a fault-free twin: the
+// same scenario without its fault, run after it into OUT/twin, whose final
+// parameters the diagnosis compares with the run's (docs/DIAGNOSIS.md,
+// "Attempts and recovery").
+bool needsTwin(const scenario::Scenario& s) {
+  auto names = [](const std::vector<scenario::Expect>& v) {
+    return std::any_of(v.begin(), v.end(), [](const scenario::Expect& e) { return e.path == "recovery.same_result"; });
+  };
+  return s.fault && (names(s.expect) || std::any_of(s.expect_on.begin(), s.expect_on.end(),
+                                                    [&](const auto& kv) { return names(kv.second); }));
+}
+
+// The twin's run. What it did is read back from OUT/twin by the diagnosis;
+// a twin that could not run leaves nothing there, and same_result stays absent.
+void runTwin(scenario::Scenario s, const ScenarioRunOptions& opts, const launch::Tools& tools, const std::string& dir,
+             std::ostream& err) {
+  s.fault.reset();
+  if (auto made = launch::makeDirs(dir); !made) {
+    err << "faultline: the fault-free twin: " << made.error().message << "\n";
+    return;
+  }
+  auto port = launch::findFreePort();
+  const auto plan = launch::planStack(s, opts.stack, tools, dir, port ? *port : 29500, dirOf(s.file));
+  if (plan.unsupported) return;
+  if (auto record = superviseStack(superviseOptions(s, plan, opts, dir), err); !record) {
+    err << "faultline: the fault-free twin: " << record.error().message << "\n";
+  }
+}
+
 Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, const std::string& run_dir_in,
                    std::ostream& err) {
   const auto t0 = Clock::now();
@@ -161,23 +211,8 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
   if (plan.unsupported) {
     report = assemble::unsupportedReport(plan.stack, plan.torch, s.stack.world_size, *plan.unsupported);
   } else {
-    supervise::SuperviseOptions so;
-    so.launch = plan.launch;
-    so.outside_faults = plan.outside_faults;
-    so.requested_faults = plan.requested_faults;
-    so.out_dir = run_dir;
-    so.hang_timeout_s = s.limits.hang_timeout_s;
-    so.deadline_s = s.limits.deadline_s;
-    so.grace_s = s.limits.grace_s;
-    so.max_restarts = s.stack.max_restarts;
-    so.adaptive.factor = s.limits.hang_factor;
-    so.adaptive.floor_s = s.limits.hang_floor_s;
-    so.adaptive.idle_s = s.limits.hang_idle_s;
-    so.adaptive.rendezvous_idle_s = 2.5 * s.limits.hang_idle_s;
-    so.allow_cgroup = opts.allow_cgroup;
-    addLibraryPaths(so, s.library_paths, dirOf(s.file));
-    addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
-    auto record = superviseStack(so, err);
+    auto record = superviseStack(superviseOptions(s, plan, opts, run_dir), err);
+    if (record && needsTwin(s)) runTwin(s, opts, tools, RunLayout(run_dir).twinDir(), err);
     std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
     expectations.insert(expectations.end(), plan.implied_expect.begin(), plan.implied_expect.end());
     if (!record) {

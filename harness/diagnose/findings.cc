@@ -384,7 +384,10 @@ std::vector<Finding> findStraggler(const RunInput& in) {
         begin = -1;
       }
     }
-    if (busy.size() >= 3) {
+    // Five steps at least: in fewer, a rank the machine's scheduler slowed at
+    // random (CI's spawn@2.13, 3 slow steps of 4 beside a build) reads as one
+    // slow step after step.
+    if (busy.size() >= 5) {
       med[r] = median(busy);
       busy_of[r] = std::move(busy);
     }

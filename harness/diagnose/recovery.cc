@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "harness/diagnose/analysis.h"
 #include "harness/diagnose/evidence.h"
@@ -106,6 +107,31 @@ std::optional<int64_t> resumedFrom(const RunInput& in, const std::map<int, RankI
   return std::nullopt;
 }
 
+// Rank 0's parameters as the run left them: the last fingerprint of its
+// parameters after an optimizer step (every step's, where restarts are
+// allowed: FAULTLINE_FINGERPRINT_EVERY_STEP).
+std::optional<std::string> finalParams(const std::map<int, RankInput>& ranks) {
+  const auto r0 = ranks.find(0);
+  if (r0 == ranks.end()) return std::nullopt;
+  std::optional<std::string> last;
+  for (const Event& e : r0->second.events.events) {
+    if (e.ev == "fingerprint" && e.what == "params" && e.at == "optimizer_step" && !e.hash.empty()) last = e.hash;
+  }
+  return last;
+}
+
+// Whether the job that recovered ended with the parameters of the fault-free
+// twin, and what the summary says of it.
+std::pair<std::optional<bool>, std::string> sameResult(const RunInput& in, const std::map<int, RankInput>& last) {
+  if (in.twin.empty()) return {std::nullopt, ""};
+  if (!everyRankExitedZero(in.twin)) return {std::nullopt, "the fault-free twin run did not end clean, so nothing to compare"};
+  const auto mine = finalParams(last);
+  const auto twins = finalParams(in.twin);
+  if (!mine || !twins) return {std::nullopt, "no final parameter fingerprint of rank 0 to compare with the fault-free twin's"};
+  if (*mine == *twins) return {true, "the final parameters equal the fault-free run's"};
+  return {false, "the final parameters differ from the fault-free run's (same data, same seed: the resume lost state)"};
+}
+
 std::optional<int64_t> firstStepEndNs(const std::map<int, RankInput>& ranks) {
   std::optional<int64_t> t;
   for (const auto& [r, ri] : ranks) {
@@ -193,6 +219,9 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
     } else {
       v.summary += "; where it resumed is not known (no parameter fingerprint of the first attempt matches)";
     }
+    const auto [same, said] = sameResult(in, *runs.back().ranks);
+    v.same_result = same;
+    if (!said.empty()) v.summary += "; " + said;
   } else if (v.crash_loop_rank) {
     const std::string all = attempts.size() == 2 ? "both attempts" : "all " + plural(static_cast<int>(attempts.size()), "attempt");
     v.summary = "not recovered: rank " + std::to_string(*v.crash_loop_rank) + " failed the same way in " + all +

@@ -548,6 +548,14 @@ std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& l
     // torchrun's failure entries give exit status (never the choice of root cause).
     for (const LauncherFailure& f : L.failures) {
       if (f.rank < 0) continue;
+      // After restarts the block tells of the last attempt: an entry for
+      // another process of the rank than the first attempt's (or, without a
+      // pid, any entry) is a restart's failure, not the run's root cause.
+      if (const auto known = in.ranks.find(f.rank); known != in.ranks.end() && known->second.pid && f.pid &&
+                                                    *known->second.pid != *f.pid) {
+        continue;
+      }
+      if (!in.attempts.empty() && !f.pid) continue;
       RankInput& ri = rankAt(in, f.rank);
       ri.started = true;
       if (f.chain) pending_chains[f.rank] = &*f.chain;
@@ -701,6 +709,9 @@ RunInput loadRun(const std::string& dir) {
   readNodeFacts(in, dir, layout);
   repickLocations(in);
   inferWorldSize(in);
+  if (const std::string twin = layout.twinDir(); fs::exists(fs::path(twin) / "supervisor.json")) {
+    in.twin = loadRun(twin).ranks;
+  }
   return in;
 }
 

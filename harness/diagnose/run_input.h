@@ -74,6 +74,9 @@ struct RunInput {
   // Multi-node (docs/MULTINODE.md): every OUT/nodes/NAME, by name; empty on one node.
   std::map<std::string, NodeInput> nodes;
   std::vector<NodeProblem> node_problems;  // lines of the node files that could not be read
+  // The fault-free twin (OUT/twin, a run of the same scenario without its
+  // fault, for recovery.same_result): its ranks; empty when there was none.
+  std::map<int, RankInput> twin;
 };
 
 // The probe's `error` event as evidence: first line of the message, location

@@ -462,6 +462,7 @@ json toJson(const Report& r) {
                        {"resumed_from_step", opt(v.resumed_from_step)},
                        {"steps_lost", opt(v.steps_lost)},
                        {"crash_loop_rank", opt(v.crash_loop_rank)},
+                       {"same_result", opt(v.same_result)},
                        {"summary", v.summary}};
   }
   out["findings"] = findings;
@@ -649,6 +650,7 @@ Result<Report> reportFromJson(const json& j) {
     vr.getOpt("resumed_from_step", v.resumed_from_step);
     vr.getOpt("steps_lost", v.steps_lost);
     vr.getOpt("crash_loop_rank", v.crash_loop_rank);
+    vr.getOpt("same_result", v.same_result);
     vr.get("summary", v.summary, false);
     top.adopt(vr.error());
     r.recovery = std::move(v);

@@ -303,6 +303,9 @@ struct Recovery {
   std::optional<int64_t> resumed_from_step;   // the step of the first attempt whose parameters the last one started from
   std::optional<int64_t> steps_lost;          // the first attempt's last step minus resumed_from_step
   std::optional<int> crash_loop_rank;         // a rank that failed first, the same way, in every attempt
+  // The final parameters equal the fault-free twin's (rank 0's last parameter
+  // fingerprint); absent without a twin, or when either has none.
+  std::optional<bool> same_result;
   std::string summary;
 };
 

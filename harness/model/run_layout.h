@@ -46,9 +46,13 @@ class RunLayout {
   }
   std::string nodeSupervisorEvents(const std::string& name) const { return nodeDir(name) + "/supervisor.jsonl"; }
 
+  // The fault-free twin of a recovery scenario (recovery.same_result): a whole
+  // run directory of its own, written before the run itself.
+  std::string twinDir() const { return out_ + "/twin"; }
+
   // What an earlier run leaves that a new run removes before it starts, so
   // that no stale rank directory is read as part of it; nothing else in OUT.
-  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir(), flightRecorderDir(), nodesDir()}; }
+  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir(), flightRecorderDir(), nodesDir(), twinDir()}; }
   std::vector<std::string> previousRunFiles() const { return {reportPath(), supervisorPath(), daemonPidPath()}; }
 
  private:

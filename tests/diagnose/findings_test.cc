@@ -218,6 +218,14 @@ EventLog stepsOf(int r, const std::vector<int64_t>& work_ms) {
   return h.exit(0).log();
 }
 
+// Too few steps to tell: 4 steps, 3 of them slowed (a build beside the run).
+TEST(Findings, FourStepsAreTooFewForAStraggler) {
+  EXPECT_TRUE(findStraggler(runOf({stepsOf(0, {7, 6, 8, 7}), stepsOf(1, {43, 40, 5, 45})})).empty());
+  auto f = findStraggler(runOf({stepsOf(0, {7, 6, 8, 7, 6}), stepsOf(1, {43, 40, 5, 45, 44})}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{1}));
+}
+
 // 64 ranks on 2 cores (as measured in a 64-rank run of the reference
 // trainer): each rank is slowed at random steps, some by 100 ms, and its median
 // work per step lands anywhere between 1 and 40 ms. None of them is a
