@@ -18,8 +18,8 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     if (!torch.has_launch) return tl::unexpected(Unsupported{"torch " + torch.version + " no longer ships torch.distributed.launch"});
     const scenario::Scenario& s = *in.scenario;
     std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env",
-                                    "--nproc_per_node=" + std::to_string(s.stack.world_size),
-                                    "--master_port=" + std::to_string(in.master_port)};
+                                    "--nproc_per_node=" + std::to_string(s.stack.world_size)};
+    for (const auto& f : rendezvousFlags(s.stack, in.master_port)) cmd.push_back(f);
     for (const auto& f : restartFlags(s.stack)) cmd.push_back(f);
     // launch parses torchrun's options (1.13's launch crashes on the same defaults).
     for (const auto& f : s.stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);

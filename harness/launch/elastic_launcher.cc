@@ -13,6 +13,11 @@ std::vector<std::string> restartFlags(const scenario::Stack& stack) {
   return {"--max_restarts=" + std::to_string(stack.max_restarts)};
 }
 
+std::vector<std::string> rendezvousFlags(const scenario::Stack& stack, int port) {
+  if (stack.rendezvous == "c10d") return {"--rdzv_backend=c10d", "--rdzv_endpoint=127.0.0.1:" + std::to_string(port)};
+  return {"--master_port=" + std::to_string(port)};
+}
+
 tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanInput& in,
                                                                     const std::vector<std::string>& shape) {
   const TorchInstall& torch = *in.torch;
@@ -21,7 +26,7 @@ tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanIn
   }
   std::vector<std::string> cmd = {torch.torchrun};
   cmd.insert(cmd.end(), shape.begin(), shape.end());
-  cmd.push_back("--master_port=" + std::to_string(in.master_port));
+  for (const auto& f : rendezvousFlags(in.scenario->stack, in.master_port)) cmd.push_back(f);
   for (const auto& f : restartFlags(in.scenario->stack)) cmd.push_back(f);
   for (const auto& f : in.scenario->stack.launcher_args.value_or(elasticLogFlags(in.out_dir))) cmd.push_back(f);
   auto trainer = in.trainer;

@@ -194,7 +194,7 @@ void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
   c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
-                 "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts"},
+                 "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts", "rendezvous"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());
@@ -227,6 +227,13 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
                                                    " is out of range, expected 0..100 (the restarts the launcher may make)");
     }
     s.max_restarts = static_cast<int>(*v);
+  }
+  if (auto v = c.str(t, "rendezvous", "stack")) {
+    if (*v != "static" && *v != "c10d") {
+      c.error(t.get("rendezvous")->source(), "stack.rendezvous: '" + *v +
+                                                 "' is not a rendezvous backend faultline gives torchrun, expected static or c10d");
+    }
+    s.rendezvous = *v;
   }
   if (auto v = c.integer(t, "world_size", "stack")) {
     if (*v < 1 || *v > 4096) c.error(t.get("world_size")->source(), "stack.world_size: " + std::to_string(*v) + " is out of range, expected 1..4096");

@@ -49,6 +49,10 @@ struct Stack {
   // --max-restarts); 0: none. Each restart is a new attempt of every rank
   // (docs/DIAGNOSIS.md, "Attempts and recovery").
   int max_restarts = 0;
+  // torchelastic's rendezvous for torchrun and torch.distributed.launch:
+  // "static" (the default: --master_port) or "c10d" (--rdzv_backend=c10d, as
+  // --standalone and elastic jobs run; docs/SCENARIOS.md "Recovery").
+  std::string rendezvous = "static";
   // Multi-node stacks (slurm): the nodes the world is spread over, world_size
   // / nodes ranks on each (world_size a multiple of it). 1: one node.
   int nodes = 1;

@@ -153,7 +153,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect, expect_on");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on, max_restarts");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on, max_restarts, rendezvous");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject, attempt");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
@@ -270,6 +270,8 @@ TEST(ScenarioErrors, ImpossibleValues) {
   // An attempt the launcher never makes: max_restarts 1 gives attempts 0 and 1.
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nmax_restarts = 1\n[fault]\nkind = \"exception\"\nattempt = 2\n"),
             "s.toml:6:11: fault.attempt: 2 is impossible with stack.max_restarts = 1, expected 0..1 (0: the first attempt)");
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nrendezvous = \"etcd\"\n"),
+            "s.toml:3:14: stack.rendezvous: 'etcd' is not a rendezvous backend faultline gives torchrun, expected static or c10d");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nmax_restarts = -1\n"),
             "s.toml:3:16: stack.max_restarts: -1 is out of range, expected 0..100 (the restarts the launcher may make)");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 2\n[fault]\nkind = \"segfault\"\nrank = 2\n"),
