@@ -44,6 +44,21 @@ std::string signature(const RankInput& r) {
   return exitText(r);
 }
 
+// A restart whose Gloo rendezvous connected to a port nobody listened on:
+// torch 2.x's torchrun handed it the first attempt's store, keys and all
+// (its static rendezvous, or c10d sharing the agent's store), and it read a
+// dead rank's address (docs/SCENARIOS.md, "Recovery"). What to do about it.
+std::string staleStoreAdvice(const RankInput& r) {
+  const auto e = errorOf(r);
+  if (!e || e->message.find("connectFullMesh failed") == std::string::npos ||
+      e->message.find("Connection refused") == std::string::npos) {
+    return "";
+  }
+  return " (the restart's Gloo rendezvous connected to a port nobody listened on: torchrun gave it the first "
+         "attempt's store, with a dead rank's address in it; run it with --rdzv_backend=c10d and "
+         "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1)";
+}
+
 struct Attempt {
   int index = 0;
   const std::map<int, RankInput>* ranks = nullptr;
@@ -240,6 +255,7 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
     }
     v.summary = "not recovered after " + plural(v.restarts, "restart") + ": " +
                 (hung.empty() ? "the last attempt ended: " + last.ended : "the last attempt hung (" + hung + ")");
+    if (hung.empty() && last.failed_rank) v.summary += staleStoreAdvice(runs.back().ranks->at(*last.failed_rank));
   }
   return v;
 }

@@ -98,6 +98,39 @@ TEST(Recovery, AJobThatCameBackFromItsCheckpoint) {
   EXPECT_EQ(v->summary, "recovered after 1 restart, back at work 2101 ms after the failure; resumed from step 4, 1 step lost");
 }
 
+// The fault-free twin (OUT/twin) ran the same job: its rank 0's last
+// parameter fingerprint against the last attempt's.
+TEST(Recovery, TheSameResultAsTheFaultFreeTwin) {
+  RunInput in = resumedFromACheckpoint();
+  EXPECT_FALSE(judgeRecovery(in, attemptsOf(in))->same_result);  // no twin: not said
+  History t0(0);
+  t0.fingerprintAt("ddp_ready", 0, "p0");
+  for (int s = 1; s <= 8; ++s) t0.step(s).fingerprintAt("optimizer_step", s, s == 8 ? "q4" : "t" + std::to_string(s));
+  RankInput& twin0 = in.twin[0];
+  twin0.events = t0.log();
+  twin0.exit_known = true;
+  twin0.exit_code = 0;
+  in.twin[1] = twin0;
+  in.twin[1].rank = 1;
+  auto v = judgeRecovery(in, attemptsOf(in));
+  ASSERT_TRUE(v->same_result);
+  EXPECT_TRUE(*v->same_result);
+  EXPECT_EQ(v->summary,
+            "recovered after 1 restart, back at work 2101 ms after the failure; resumed from step 4, 1 step lost; the "
+            "final parameters equal the fault-free run's");
+  // A resume that lost state ends elsewhere.
+  in.twin[0].events.events.back().hash = "t8";
+  v = judgeRecovery(in, attemptsOf(in));
+  ASSERT_TRUE(v->same_result);
+  EXPECT_FALSE(*v->same_result);
+  EXPECT_NE(v->summary.find("differ from the fault-free run's"), std::string::npos);
+  // A twin that failed compares nothing.
+  in.twin[1].exit_code = 1;
+  v = judgeRecovery(in, attemptsOf(in));
+  EXPECT_FALSE(v->same_result);
+  EXPECT_NE(v->summary.find("the fault-free twin run did not end clean"), std::string::npos);
+}
+
 TEST(Recovery, ACheckpointLoadedAfterDdpWrapsTheModelMatchesOneStepLater) {
   RunInput in = resumedFromACheckpoint();
   // The restart's ddp_ready is a fresh model; its first step lands on step 5's parameters.
@@ -146,6 +179,26 @@ TEST(Recovery, TheSameFailureInEveryAttemptIsACrashLoop) {
   in.supervisor->notes.push_back(std::string(kRestartedAttemptHung) + "no progress event for 10000 ms");
   EXPECT_EQ(judgeRecovery(in, attemptsOf(in))->summary,
             "not recovered after 2 restarts: the last attempt hung (no progress event for 10000 ms)");
+}
+
+// torch 2.13's static rendezvous: the restart's Gloo connects to the first
+// attempt's (dead) rank's port. The summary says what to run it with.
+TEST(Recovery, ARestartThatReadTheFirstAttemptsStoreSaysTheFix) {
+  RunInput in = restartable(1);
+  in.world_size = 2;
+  attemptRank(in, 0, 1, 1, 0, 100);
+  attemptRank(in, 0, 0, 0, 0, 100);
+  attemptRank(in, 1, 0, 0, 200, 2400);
+  RankInput& r1 = attemptRank(in, 1, 1, 1, 200, 2300);
+  Event e = errorEvent("RuntimeError", "/app/train.py", 12);
+  e.message = "Gloo connectFullMesh failed with [pair.cc:152] timed out connecting: SO_ERROR: Connection refused, "
+              "remote=[127.0.0.1]:4503$1";
+  r1.events.events.push_back(e);
+  const auto v = judgeRecovery(in, attemptsOf(in));
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->recovered);
+  EXPECT_NE(v->summary.find("run it with --rdzv_backend=c10d and TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"), std::string::npos)
+      << v->summary;
 }
 
 TEST(Recovery, ALauncherThatNeverRestartedDidNotRecover) {

@@ -92,6 +92,7 @@ TEST(Report, AttemptsAndRecoveryRoundTrip) {
   v.time_to_recover_ms = 5048;
   v.resumed_from_step = 0;
   v.steps_lost = 2;
+  v.same_result = false;
   v.summary = "recovered after 1 restart";
   r.recovery = v;
   const auto j = toJson(r);
@@ -106,6 +107,7 @@ TEST(Report, AttemptsAndRecoveryRoundTrip) {
   EXPECT_EQ(back->attempts.size(), 2u);
   ASSERT_TRUE(back->recovery);
   EXPECT_EQ(back->recovery->time_to_recover_ms, 5048);
+  EXPECT_EQ(back->recovery->same_result, false);
   // Without restarts neither key is written.
   EXPECT_FALSE(toJson(sampleReport()).contains("attempts"));
   EXPECT_FALSE(toJson(sampleReport()).contains("recovery"));
