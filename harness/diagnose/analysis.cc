@@ -84,6 +84,10 @@ namespace {
 std::optional<std::string> scriptedSignal(const RankInput& r, const std::string& signal) {
   for (const Event& e : r.events.events) {
     if (e.ev != "fault") continue;
+    // The interposer's SIGKILL in a system call (FAULTLINE_INJECT write:SIGKILL...).
+    if (e.kind == "syscall" && e.err == signal) {
+      return "struck by faultline's scripted fault (" + signal + " in " + e.call + (e.path.empty() ? "" : " of " + e.path) + ")";
+    }
     const auto kind = probe::faultKindFromName(e.kind);
     const int sent = kind ? probe::faultSignal(*kind) : 0;
     if (sent == 0 || signalName(sent) != signal) continue;

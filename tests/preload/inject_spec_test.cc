@@ -41,6 +41,22 @@ TEST(InjectSpec, TheIssueExamples) {
   EXPECT_STREQ(p.rules[1].text, "fsync:EIO");
 }
 
+// A rank killed while it writes its checkpoint, in the first attempt only.
+TEST(InjectSpec, KilledInTheCallInOneAttempt) {
+  Parsed p = parse("write:SIGKILL:rank=0:attempt=0:after=3:path=*/checkpoints/*");
+  ASSERT_EQ(p.n, 1) << p.err.message;
+  EXPECT_EQ(p.rules[0].err, FL_INJECT_KILL);
+  EXPECT_STREQ(fl_inject_errno_name(FL_INJECT_KILL), "SIGKILL");
+  EXPECT_EQ(p.rules[0].attempt, 0);
+  EXPECT_EQ(p.rules[0].after, 3);
+  EXPECT_STREQ(p.rules[0].glob, "*/checkpoints/*");
+  EXPECT_EQ(parse("write:EIO").rules[0].attempt, -1);  // every attempt
+  p = parse("write:EIO:attempt=x");
+  EXPECT_EQ(p.n, -1);
+  EXPECT_EQ(p.err.offset, 18);
+  EXPECT_NE(std::string(p.err.message).find("an integer >= 0 (0: the first attempt)"), std::string::npos) << p.err.message;
+}
+
 TEST(InjectSpec, GlobsRunToTheEndOfTheSpec) {
   Parsed p = parse("connect:ETIMEDOUT:rank=all:count=2:addr=127.0.0.1:29*;open:EACCES:path=/ckpt/*.pt");
   ASSERT_EQ(p.n, 2) << p.err.message;
@@ -86,7 +102,7 @@ TEST(InjectSpec, ErrorsSayWhereAndWhatWasExpected) {
       {"write:ENOSPC:after=", 19, "bad after '', expected an integer >= 0"},
       {"write:ENOSPC:count=0", 19, "bad count '0', expected an integer >= 1"},
       {"write:ENOSPC:rank=1:rank=2", 20, "duplicate option 'rank'"},
-      {"write:ENOSPC:when=3", 13, "unknown option 'when', expected rank, after, count, path or addr"},
+      {"write:ENOSPC:when=3", 13, "unknown option 'when', expected rank, attempt, after, count, path or addr"},
       {"connect:ECONNREFUSED:path=/x", 21, "path= does not apply to connect, expected addr=GLOB"},
       {"write:EIO:addr=1.2.3.4:5", 10, "addr= applies to connect only"},
       {"write:EIO:path=", 15, "empty glob"},

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ static int g_nrules;
 static long long g_matched[FL_INJECT_MAX_RULES];   /* calls each rule matched, this process */
 static long long g_announced[FL_INJECT_MAX_RULES]; /* fault events written, this process */
 static int g_state;                                /* 0 unread, 1 parsing, 2 ready */
+static int g_attempt;                              /* the launcher's attempt: TORCHELASTIC_RESTART_COUNT */
 
 /* A program stuck retrying a failed call must not fill the events file. */
 enum { kMaxAnnounced = 100 };
@@ -59,8 +61,14 @@ unsigned fl_inject_init(void) {
     complain(text, &err);
     n = 0;
   }
+  const char *restarts = getenv("TORCHELASTIC_RESTART_COUNT");
+  g_attempt = restarts ? atoi(restarts) : 0;
   unsigned mask = FL_INJECT_READY;
-  for (int i = 0; i < n; ++i) mask |= 1u << g_rules[i].call;
+  for (int i = 0; i < n; ++i) {
+    /* A rule for another attempt is none in this process. */
+    if (g_rules[i].attempt >= 0 && g_rules[i].attempt != g_attempt) g_rules[i].call = FL_CALL_COUNT;
+    else mask |= 1u << g_rules[i].call;
+  }
   g_nrules = n;
   __atomic_store_n(&fl_inject_mask_, mask, __ATOMIC_RELEASE);
   __atomic_store_n(&g_state, 2, __ATOMIC_RELEASE);
@@ -107,6 +115,9 @@ static int decide(int call, int rank, const char *fn, const char *key, const cha
     const long long n = __atomic_add_fetch(&g_matched[i], 1, __ATOMIC_RELAXED);
     if (n <= r->after || (r->count > 0 && n > r->after + r->count)) continue;
     announce(i, rank, fn, key, target, n - r->after);
+    /* Killed in the call, as the OOM killer or a preempted node kills a rank
+     * halfway through writing its checkpoint: the write never happens. */
+    if (r->err == FL_INJECT_KILL) syscall(SYS_kill, syscall(SYS_getpid), SIGKILL);
     return r->err;
   }
   return 0;

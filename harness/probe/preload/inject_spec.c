@@ -11,7 +11,7 @@ static const struct {
   const char *name;
   int value;
 } kErrnos[] = {
-    {"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}, {"EACCES", EACCES},
+    {"SIGKILL", FL_INJECT_KILL}, {"ENOSPC", ENOSPC}, {"EIO", EIO}, {"EDQUOT", EDQUOT}, {"EROFS", EROFS}, {"EACCES", EACCES},
     {"EPERM", EPERM}, {"ENOENT", ENOENT}, {"EEXIST", EEXIST}, {"EISDIR", EISDIR}, {"ENOTDIR", ENOTDIR},
     {"ENAMETOOLONG", ENAMETOOLONG}, {"ELOOP", ELOOP}, {"EMFILE", EMFILE}, {"ENFILE", ENFILE},
     {"EFBIG", EFBIG}, {"ENOMEM", ENOMEM}, {"EINTR", EINTR}, {"EAGAIN", EAGAIN}, {"EBADF", EBADF},
@@ -98,19 +98,20 @@ static int parseCount(const char *s, size_t n, long long *out) {
   return 1;
 }
 
-static const char kExpectedSpec[] = "CALL:ERRNO[:rank=R][:after=N][:count=K][:path=GLOB|:addr=GLOB]";
+static const char kExpectedSpec[] = "CALL:ERRNO[:rank=R][:attempt=A][:after=N][:count=K][:path=GLOB|:addr=GLOB]";
 
 /* One SPEC, text[begin, end) with blanks trimmed. */
 static int parseOne(const char *text, size_t begin, size_t end, struct fl_inject_rule *r, struct fl_inject_error *err) {
   memset(r, 0, sizeof *r);
   r->rank = -1;
+  r->attempt = -1;
   r->call = -1;
   size_t tlen = end - begin;
   if (tlen >= FL_INJECT_TEXT_MAX) tlen = FL_INJECT_TEXT_MAX - 1;
   memcpy(r->text, text + begin, tlen);
   r->text[tlen] = '\0';
 
-  int seen_rank = 0, seen_after = 0, seen_count = 0, seen_glob = 0;
+  int seen_rank = 0, seen_attempt = 0, seen_after = 0, seen_count = 0, seen_glob = 0;
   size_t pos = begin;
   for (int field = 0; pos <= end; ++field) {
     size_t colon = pos;
@@ -138,7 +139,7 @@ static int parseOne(const char *text, size_t begin, size_t end, struct fl_inject
       size_t eqpos = pos;
       while (eqpos < colon && text[eqpos] != '=') ++eqpos;
       if (eqpos == colon) {
-        return fail(err, (int)pos, "bad option", part, n, "key=value with key rank, after, count, path or addr");
+        return fail(err, (int)pos, "bad option", part, n, "key=value with key rank, attempt, after, count, path or addr");
       }
       const char *key = part;
       size_t klen = eqpos - pos;
@@ -173,6 +174,13 @@ static int parseOne(const char *text, size_t begin, size_t end, struct fl_inject
         } else {
           return fail(err, voff, "bad rank", val, vlen, "an integer >= 0, or all");
         }
+      } else if (eq(key, klen, "attempt")) {
+        long long v = 0;
+        if (seen_attempt++) return fail(err, (int)pos, "duplicate option", key, klen, "each key once");
+        if (!parseCount(val, vlen, &v) || v > 1000) {
+          return fail(err, voff, "bad attempt", val, vlen, "an integer >= 0 (0: the first attempt)");
+        }
+        r->attempt = (int)v;
       } else if (eq(key, klen, "after")) {
         if (seen_after++) return fail(err, (int)pos, "duplicate option", key, klen, "each key once");
         if (!parseCount(val, vlen, &r->after)) {
@@ -184,7 +192,7 @@ static int parseOne(const char *text, size_t begin, size_t end, struct fl_inject
           return fail(err, voff, "bad count", val, vlen, "an integer >= 1 (calls that fail)");
         }
       } else {
-        return fail(err, (int)pos, "unknown option", key, klen, "rank, after, count, path or addr");
+        return fail(err, (int)pos, "unknown option", key, klen, "rank, attempt, after, count, path or addr");
       }
     }
     if (colon >= end) {

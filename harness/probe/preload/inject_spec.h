@@ -6,11 +6,15 @@
  *   FAULTLINE_INJECT = SPEC [";" SPEC]...
  *   SPEC = CALL ":" ERRNO [":" KEY "=" VALUE]...
  *   CALL  = write | read | fsync | fdatasync | open | connect
- *   ERRNO = ENOSPC | EIO | ECONNREFUSED | ... (a name, see fl_inject_errno_names)
+ *   ERRNO = ENOSPC | EIO | ECONNREFUSED | ... (a name, see fl_inject_errno_names),
+ *           or SIGKILL: the process is killed in the call (a rank killed
+ *           while it writes its checkpoint)
  *   KEY   = rank (R >= 0, or all / *), after (N >= 0 calls succeed first),
  *           count (K >= 1 calls fail, then calls succeed again; default: all),
  *           path (a glob over the file's absolute path; file calls only),
- *           addr (a glob over "IP:PORT"; connect only)
+ *           addr (a glob over "IP:PORT"; connect only),
+ *           attempt (K >= 0: only in the launcher's K-th attempt, read from
+ *           TORCHELASTIC_RESTART_COUNT; default: every attempt)
  *
  * Pure: no allocation, no global state, no I/O; safe in a library constructor.
  */
@@ -32,13 +36,15 @@ enum fl_inject_call {
 };
 
 #define FL_INJECT_MAX_RULES 16
+#define FL_INJECT_KILL (-9) /* ERRNO SIGKILL: no errno, the process dies in the call */
 #define FL_INJECT_GLOB_MAX 256
 #define FL_INJECT_TEXT_MAX 320
 
 struct fl_inject_rule {
   int call;        /* enum fl_inject_call */
-  int err;         /* the errno value to fail with */
+  int err;         /* the errno value to fail with; FL_INJECT_KILL: SIGKILL in the call */
   int rank;        /* -1: every rank */
+  int attempt;     /* -1: every attempt */
   long long after; /* matching calls that succeed before the first failure */
   long long count; /* failures before calls succeed again; 0: no end */
   char glob[FL_INJECT_GLOB_MAX]; /* path= or addr=; empty: any */
