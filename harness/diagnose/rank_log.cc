@@ -97,6 +97,19 @@ Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib) {
   size_t root = onion.size() - 1;
   while (root > 0 && namesNoFailure(*onion[root])) --root;
   Evidence e = fromTraceback(*onion[root], lib);
+  // A first cause raised and caught inside a library (torch.save's writer,
+  // out of disk space) has no frame of the user's: the user's code was where
+  // the nearest outer layer says (the torch.save call that saw it fail).
+  if (e.location && lib.isLibrary(e.location->file)) {
+    for (size_t i = root; i-- > 0;) {
+      const Evidence outer = fromTraceback(*onion[i], lib);
+      if (outer.location && !lib.isLibrary(outer.location->file)) {
+        e.location = outer.location;
+        e.source_line = outer.source_line;
+        break;
+      }
+    }
+  }
   for (size_t i = 0; i < onion.size(); ++i) {
     if (i == root) continue;
     (i < root ? e.chain : e.inner).push_back(describe(fromTraceback(*onion[i], lib)));

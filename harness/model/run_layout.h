@@ -49,10 +49,14 @@ class RunLayout {
   // The fault-free twin of a recovery scenario (recovery.same_result): a whole
   // run directory of its own, written before the run itself.
   std::string twinDir() const { return out_ + "/twin"; }
+  // The trainer's own output (FAULTLINE_RUN_DIR/trainer: checkpoints, logs),
+  // emptied before each run: a checkpoint left by an earlier run into the
+  // same OUT would be resumed from.
+  std::string trainerDir() const { return out_ + "/trainer"; }
 
   // What an earlier run leaves that a new run removes before it starts, so
   // that no stale rank directory is read as part of it; nothing else in OUT.
-  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir(), flightRecorderDir(), nodesDir(), twinDir()}; }
+  std::vector<std::string> previousRunDirs() const { return {ranksDir(), launcherDir(), flightRecorderDir(), nodesDir(), twinDir(), trainerDir()}; }
   std::vector<std::string> previousRunFiles() const { return {reportPath(), supervisorPath(), daemonPidPath()}; }
 
  private:

@@ -11,10 +11,12 @@ on CPU with Gloo its final parameters equal a fault-free run's, bit for bit.
 
   --skip-optimizer   resume the model only, not the optimizer's momentum:
                      a common bug; the job finishes, with other parameters.
+  --no-atomic        torch.save straight over the last checkpoint, as many
+                     trainers do: a save cut short leaves no checkpoint whole.
 
 Checkpoints go to --ckpt-dir, else $CHECKPOINT_DIR, else
-$FAULTLINE_RUN_DIR/checkpoints (each faultline run has its own), else
-./checkpoints. Nothing in it knows faultline.
+$FAULTLINE_RUN_DIR/trainer/checkpoints (each faultline run starts with it
+empty), else ./checkpoints. Nothing in it knows faultline.
 """
 import argparse
 import os
@@ -35,7 +37,7 @@ def checkpoint_dir(arg):
     if os.environ.get("CHECKPOINT_DIR"):
         return os.environ["CHECKPOINT_DIR"]
     if os.environ.get("FAULTLINE_RUN_DIR"):
-        return os.path.join(os.environ["FAULTLINE_RUN_DIR"], "checkpoints")
+        return os.path.join(os.environ["FAULTLINE_RUN_DIR"], "trainer", "checkpoints")
     return "checkpoints"
 
 
@@ -45,10 +47,14 @@ def batch(step, rank, n=16):
     return x, x[:, :1] * 0.5 - x[:, 1:2] + 0.1 * torch.randn(n, 1, generator=g)
 
 
-def save(path, model, opt, step):
+def save(path, model, opt, step, atomic=True):
+    state = {"step": step, "model": model.state_dict(), "optimizer": opt.state_dict()}
+    if not atomic:
+        torch.save(state, path)
+        return
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
-        torch.save({"step": step, "model": model.state_dict(), "optimizer": opt.state_dict()}, f)
+        torch.save(state, f)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
@@ -60,6 +66,7 @@ def main():
     p.add_argument("--ckpt-every", type=int, default=10)
     p.add_argument("--ckpt-dir", default="")
     p.add_argument("--skip-optimizer", action="store_true")
+    p.add_argument("--no-atomic", action="store_true")
     args = p.parse_args()
 
     dist.init_process_group("gloo")
@@ -80,6 +87,8 @@ def main():
         print("rank %d: resumed from step %d (%s)" % (rank, start, path), flush=True)
     elif rank == 0:
         os.makedirs(ckpt_dir, exist_ok=True)
+    if start >= args.steps:
+        print("rank %d: nothing to do, the checkpoint is at step %d" % (rank, start), flush=True)
 
     ddp = DDP(model)
     loss_fn = nn.MSELoss()
@@ -91,9 +100,9 @@ def main():
         opt.step()
         if step % args.ckpt_every == 0:
             if rank == 0:
-                save(path, model, opt, step)
+                save(path, model, opt, step, atomic=not args.no_atomic)
             dist.barrier()
-    if rank == 0:
+    if rank == 0 and start < args.steps:
         print("done: step %d, loss %.6f" % (args.steps, loss.item()), flush=True)
     gloo_exit.settle(ddp)
     dist.destroy_process_group()

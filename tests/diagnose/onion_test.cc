@@ -44,6 +44,35 @@ constexpr const char* kDataLoader213 =
     "[rank1]: \n"
     "[rank0]: Traceback (most recent call last):\n";
 
+// torch 2.13 saving a checkpoint onto a full disk: the first cause is
+// raised and caught inside torch (its traceback has no user frame); the
+// user's line is the torch.save call the outer layers pass through.
+TEST(Onion, AFirstCauseInsideALibraryIsPlacedWhereTheUsersCodeWas) {
+  const RankLog log = scanRankLog(
+      "Traceback (most recent call last):\n"
+      "  File \"/opt/t/lib/python3.11/site-packages/torch/serialization.py\", line 1003, in save\n"
+      "    _save(\n"
+      "  File \"/opt/t/lib/python3.11/site-packages/torch/serialization.py\", line 1312, in _save\n"
+      "    zip_file.write_record(name, storage, num_bytes)\n"
+      "OSError: [Errno 28] No space left on device\n"
+      "\n"
+      "During handling of the above exception, another exception occurred:\n"
+      "\n"
+      "Traceback (most recent call last):\n"
+      "  File \"/w/checkpoint_resume.py\", line 57, in save\n"
+      "    torch.save(state, f)\n"
+      "  File \"/opt/t/lib/python3.11/site-packages/torch/serialization.py\", line 1002, in save\n"
+      "    with _open_zipfile_writer(f) as opened_zipfile:\n"
+      "RuntimeError: [enforce fail at inline_container.cc:672] . unexpected pos 4096 vs 4048\n");
+  ASSERT_EQ(log.errors.size(), 1u);
+  const Evidence& e = log.errors[0];
+  EXPECT_EQ(e.type, "OSError");
+  ASSERT_TRUE(e.location);
+  EXPECT_EQ(e.location->file, "/w/checkpoint_resume.py");
+  EXPECT_EQ(e.location->line, 57);
+  EXPECT_EQ(e.source_line, "torch.save(state, f)");
+}
+
 TEST(Onion, DataLoaderWorkerTracebackInsideTheMessage) {
   const RankLog log = scanRankLog(kDataLoader213);
   ASSERT_EQ(log.errors.size(), 1u);  // rank 0's truncated traceback names nothing
