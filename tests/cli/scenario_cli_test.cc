@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -355,24 +356,72 @@ TEST_F(ScenarioCli, AScenarioNoStackCanRunIsBadInput) {
 // each *_ms bound stretched by FAULTLINE_TEST_TIME_SCALE, so they keep their
 // relations and the verdicts stay the ones the catalog means.
 // The catalog as this build runs it: the limits scaled (testing::timeScale),
-// and without the scenarios tagged `skip_tag` (a CI subset); the source
+// and without the scenarios tagged with one of `skip_tags` (a CI subset); the source
 // catalog itself when neither applies.
-fs::path catalogForThisBuild(const fs::path& tmp, const std::string& skip_tag = "") {
+// What a suite left behind, checked from outside the harness (its own
+// teardown report is what is under test): any process whose environment
+// names a run directory under `out` (FAULTLINE_RUN_DIR: ranks, agents, node
+// agents), and any network namespace or link of a multi-node run
+// (OUT/nodes/network.json's tag). One line each; empty: nothing left.
+std::vector<std::string> leftBehind(const fs::path& out) {
+  std::vector<std::string> left;
+  const std::string needle = "FAULTLINE_RUN_DIR=" + out.string() + "/";
+  std::error_code ec;
+  for (const auto& p : fs::directory_iterator("/proc", ec)) {
+    const std::string pid = p.path().filename().string();
+    if (pid.find_first_not_of("0123456789") != std::string::npos || pid == std::to_string(::getpid())) continue;
+    std::ifstream env(p.path() / "environ", std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+    if (text.find(needle) == std::string::npos) continue;
+    std::ifstream cmd(p.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    left.push_back("process " + pid + ": " + cmdline);
+  }
+  auto lines = [](const std::string& command) {
+    std::string text;
+    if (FILE* f = ::popen(command.c_str(), "r")) {
+      char buf[4096];
+      for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+      ::pclose(f);
+    }
+    return text;
+  };
+  std::string netns, links;
+  for (const auto& run : fs::directory_iterator(out, ec)) {
+    const fs::path net = run.path() / "nodes" / "network.json";
+    if (!fs::exists(net)) continue;
+    const std::string tag = nlohmann::json::parse(readFile(net), nullptr, false).value("tag", "");
+    if (tag.empty()) continue;
+    if (netns.empty()) netns = lines("ip netns list 2>/dev/null"), links = lines("ip -o link show 2>/dev/null");
+    std::istringstream ns(netns);
+    for (std::string l; std::getline(ns, l);) {
+      if (l.rfind(tag, 0) == 0) left.push_back("network namespace of " + run.path().filename().string() + ": " + l);
+    }
+    if (links.find(": " + tag) != std::string::npos) left.push_back("network link " + tag + " of " + run.path().filename().string());
+  }
+  return left;
+}
+
+// skip_tags: comma-separated tags whose scenarios are left out ("adaptive,checkpoint-fault").
+fs::path catalogForThisBuild(const fs::path& tmp, const std::string& skip_tags = "") {
   const fs::path src = fs::path(FL_SOURCE_DIR) / "scenarios";
   const double scale = testing::timeScale();
-  if (scale == 1.0 && skip_tag.empty()) return src;
+  if (scale == 1.0 && skip_tags.empty()) return src;
   const fs::path dst = tmp / "scenarios";
   fs::remove_all(dst);
   fs::create_directories(tmp);
   fs::copy(src, dst, fs::copy_options::recursive);
   static const std::regex limit(R"(^(\s*(?:hang_timeout_s|deadline_s|grace_s)\s*=\s*)([0-9.]+))");
   static const std::regex bound(R"((_ms"\s*=\s*\{\s*max\s*=\s*)([0-9.]+))");
-  const std::regex tagged(R"(^tags\s*=\s*\[[^\]]*")" + skip_tag + R"(")");
+  std::string any;  // "adaptive|checkpoint-fault": tags are names, no regex characters
+  for (char c : skip_tags) any += c == ',' ? '|' : c;
+  const std::regex tagged(R"x(^tags\s*=\s*\[[^\]]*"()x" + any + R"x()")x");
   std::vector<fs::path> skipped;
   for (const auto& e : fs::recursive_directory_iterator(dst)) {
     if (e.path().extension() != ".toml") continue;
     const std::string text = readFile(e.path());
-    if (!skip_tag.empty()) {
+    if (!skip_tags.empty()) {
       std::istringstream lines(text);
       bool skip = false;
       for (std::string line; !skip && std::getline(lines, line);) skip = std::regex_search(line, tagged);
@@ -435,6 +484,9 @@ TEST(Conformance, CatalogOnOneStack) {
         << s["name"].get<std::string>() << " on " << stack << ": " << verdict << "\n" << s.dump(1);
   }
   EXPECT_GE(passed, 1) << "no scenario of the catalog ran on " << stack << "\n" << r.out;
+  // Nothing of any run is left: no process, no namespace, no link (the
+  // multi-node runs' outside check, for every stack).
+  for (const std::string& l : leftBehind(out)) ADD_FAILURE() << "left behind by the suite on " << stack << ": " << l;
   EXPECT_EQ(r.status, 0) << r.out;
   if (!HasFailure()) fs::remove_all(out);  // kept for a look when something failed
 }
