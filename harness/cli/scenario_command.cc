@@ -212,7 +212,8 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     report = assemble::unsupportedReport(plan.stack, plan.torch, s.stack.world_size, *plan.unsupported);
   } else {
     auto record = superviseStack(superviseOptions(s, plan, opts, run_dir), err);
-    if (record && needsTwin(s)) runTwin(s, opts, tools, RunLayout(run_dir).twinDir(), err);
+    // Not after an interrupt: the user asked faultline to stop.
+    if (record && !record->interrupted && needsTwin(s)) runTwin(s, opts, tools, RunLayout(run_dir).twinDir(), err);
     std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
     expectations.insert(expectations.end(), plan.implied_expect.begin(), plan.implied_expect.end());
     if (!record) {

@@ -144,7 +144,7 @@ std::pair<std::optional<bool>, std::string> sameResult(const RunInput& in, const
   const auto twins = finalParams(in.twin);
   if (!mine || !twins) return {std::nullopt, "no final parameter fingerprint of rank 0 to compare with the fault-free twin's"};
   if (*mine == *twins) return {true, "the final parameters equal the fault-free run's"};
-  return {false, "the final parameters differ from the fault-free run's (same data, same seed: the resume lost state)"};
+  return {false, "the final parameters differ from the fault-free run's (for a deterministic trainer: the resume lost state)"};
 }
 
 std::optional<int64_t> firstStepEndNs(const std::map<int, RankInput>& ranks) {
