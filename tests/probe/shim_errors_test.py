@@ -64,6 +64,34 @@ class ErrorEvent(unittest.TestCase):
         with open(self.path) as f:
             return [json.loads(line) for line in f if '"error"' in line]
 
+    def test_the_error_file_appears_whole(self):
+        # torchelastic's agent reads it the moment the rank is gone: written
+        # under another name and renamed, so a rank killed as it writes leaves
+        # no half file at the path (CI: torchrun 2.13's agent crashed in
+        # json.load on an empty one instead of restarting the ranks).
+        path = os.path.join(self.dir, "error.json")
+        os.environ["TORCHELASTIC_ERROR_FILE"] = path
+        opened = []
+        real_open = open
+
+        def spying_open(name, *args, **kwargs):
+            opened.append(name)
+            return real_open(name, *args, **kwargs)
+
+        _errors.open = spying_open  # the module's open; builtins stay untouched
+        try:
+            try:
+                raise ValueError("bad shard")
+            except ValueError:
+                _errors.record(*sys.exc_info())
+        finally:
+            del _errors.open
+            del os.environ["TORCHELASTIC_ERROR_FILE"]
+        self.assertNotIn(path, opened)  # never opened for writing under its own name
+        with open(path) as f:
+            self.assertEqual(json.load(f)["message"]["message"], "ValueError: bad shard")
+        self.assertEqual(sorted(os.listdir(self.dir)), ["error.json", "events.jsonl"])  # no temporary left
+
     def test_chained_exception_carries_its_whole_traceback(self):
         try:
             try:

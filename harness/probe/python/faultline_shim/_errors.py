@@ -82,11 +82,21 @@ def _write_error_file(rec, etype, value, tb):
             },
         }
     }
+    # Whole or not at all: torchelastic's agent reads the file as soon as the
+    # rank has exited, and a rank killed while writing it (the agent's own
+    # SIGTERM, right after a peer failed) left it empty; json.load then
+    # crashed the agent instead of letting it restart the ranks (CI,
+    # resume-skips-optimizer on torchrun@2.13).
+    tmp = "%s.%d.tmp" % (path, os.getpid())
     try:
-        with open(path, "w") as fp:
+        with open(tmp, "w") as fp:
             json.dump(data, fp)
+        os.replace(tmp, path)
     except OSError:
-        pass
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def install():
