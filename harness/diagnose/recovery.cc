@@ -244,6 +244,11 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
   } else if (v.restarts == 0) {
     v.summary = "not recovered: the launcher made no restart (max_restarts " +
                 std::to_string(in.supervisor ? in.supervisor->max_restarts : 0) + ")";
+    // A launcher that crashed in its own code could not restart anything.
+    if (in.launcher && in.launcher->launcher_crashed && in.launcher->wrapper) {
+      const PyTraceback& w = *in.launcher->wrapper;
+      v.summary += ": it crashed first (" + w.shortType() + (w.message.empty() ? "" : ": " + w.message) + ")";
+    }
   } else {
     // The supervisor says when it ended a restarted attempt that hung.
     std::string hung;

@@ -211,6 +211,16 @@ TEST(Recovery, ALauncherThatNeverRestartedDidNotRecover) {
   EXPECT_FALSE(v->recovered);
   EXPECT_EQ(v->restarts, 0);
   EXPECT_EQ(v->summary, "not recovered: the launcher made no restart (max_restarts 1)");
+  // torch 2.13's agent crashed reading a half-written error file: said so.
+  LauncherLog log;
+  log.launcher_crashed = true;
+  log.wrapper = PyTraceback{};
+  log.wrapper->type = "json.decoder.JSONDecodeError";
+  log.wrapper->message = "Expecting value: line 1 column 1 (char 0)";
+  in.launcher = log;
+  EXPECT_EQ(judgeRecovery(in, attemptsOf(in))->summary,
+            "not recovered: the launcher made no restart (max_restarts 1): it crashed first (JSONDecodeError: "
+            "Expecting value: line 1 column 1 (char 0))");
 }
 
 TEST(Recovery, NoRestartsAllowedNoneHappened) {
