@@ -94,15 +94,19 @@ Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib) {
   std::vector<const PyTraceback*> onion;
   flatten(chain.tracebacks, onion);
   if (onion.empty()) return fromTraceback(chain.original(), lib);
+  // Each layer read once: the root, the others' one-liners, their frames.
+  std::vector<Evidence> layers;
+  layers.reserve(onion.size());
+  for (const PyTraceback* tb : onion) layers.push_back(fromTraceback(*tb, lib));
   size_t root = onion.size() - 1;
   while (root > 0 && namesNoFailure(*onion[root])) --root;
-  Evidence e = fromTraceback(*onion[root], lib);
+  Evidence e = layers[root];
   // A first cause raised and caught inside a library (torch.save's writer,
   // out of disk space) has no frame of the user's: the user's code was where
   // the nearest outer layer says (the torch.save call that saw it fail).
   if (e.location && lib.isLibrary(e.location->file)) {
     for (size_t i = root; i-- > 0;) {
-      const Evidence outer = fromTraceback(*onion[i], lib);
+      const Evidence& outer = layers[i];
       if (outer.location && !lib.isLibrary(outer.location->file)) {
         e.location = outer.location;
         e.source_line = outer.source_line;
@@ -112,14 +116,14 @@ Evidence evidenceFromChain(const PyChain& chain, const LibraryPaths& lib) {
   }
   for (size_t i = 0; i < onion.size(); ++i) {
     if (i == root) continue;
-    (i < root ? e.chain : e.inner).push_back(describe(fromTraceback(*onion[i], lib)));
+    (i < root ? e.chain : e.inner).push_back(describe(layers[i]));
   }
   e.thread = chain.original().thread;  // threading.excepthook's line comes before the first traceback
   classify(e);
   refineKind(e);
-  for (const PyTraceback* other : onion) {
+  for (size_t i = 0; i < onion.size(); ++i) {
     // A collateral error that triggers another one (peer closed -> cleanup fails) stays collateral.
-    if (auto c = collateralOf(other->type, other->message, fromTraceback(*other, lib).frames); c && !e.collateral) {
+    if (auto c = collateralOf(onion[i]->type, onion[i]->message, layers[i].frames); c && !e.collateral) {
       e.collateral = true;
       e.collateral_reason = collateralKindName(*c);
     }

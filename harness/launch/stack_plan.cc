@@ -208,7 +208,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.unsupported = std::string("restarts: ") + launcher->traits().no_restarts;
     return plan;
   }
-  if (s.stack.rendezvous != "static" && name.launcher != "torchrun" && name.launcher != "launch") {
+  if (s.stack.rendezvous != "static" && !launcher->traits().picks_rendezvous) {
     plan.unsupported = "rendezvous " + s.stack.rendezvous + ": only torchrun and torch.distributed.launch are given one";
     return plan;
   }

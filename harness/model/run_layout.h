@@ -47,7 +47,7 @@ class RunLayout {
   std::string nodeSupervisorEvents(const std::string& name) const { return nodeDir(name) + "/supervisor.jsonl"; }
 
   // The fault-free twin of a recovery scenario (recovery.same_result): a whole
-  // run directory of its own, written before the run itself.
+  // run directory of its own, written after the run itself.
   std::string twinDir() const { return out_ + "/twin"; }
   // The trainer's own output (FAULTLINE_RUN_DIR/trainer: checkpoints, logs),
   // emptied before each run: a checkpoint left by an earlier run into the

@@ -8,12 +8,12 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks, rendezvous
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}, nullptr, "faultline's own launcher does not restart ranks"},
-      {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
+      {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr, true},
       {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, "restarts across nodes are not followed yet"},
-      {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
+      {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr, true},
       {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
       {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},

@@ -42,6 +42,9 @@ struct LauncherTraits {
   // Why it cannot restart a job's ranks after a failure ([stack]
   // max_restarts); nullptr: it can (torchrun's --max-restarts).
   const char* no_restarts = nullptr;
+  // Takes the scenario's rendezvous backend ([stack] rendezvous = "c10d"):
+  // torchelastic's agent on one node (torchrun, torch.distributed.launch).
+  bool picks_rendezvous = false;
 };
 const std::vector<LauncherTraits>& stackLaunchers();
 // The row of `launcher` (a stack name without its @series); null if none.
