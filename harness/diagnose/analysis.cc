@@ -15,7 +15,7 @@
 namespace faultline::diagnose {
 
 bool failedExit(const RankInput& r) {
-  return (r.exit_code && *r.exit_code != 0) || r.signal.has_value();
+  return !r.work_done && ((r.exit_code && *r.exit_code != 0) || r.signal.has_value());
 }
 
 namespace {
@@ -71,6 +71,9 @@ std::string baseName(const std::string& path) {
 }
 
 std::string exitText(const RankInput& r) {
+  if (r.work_done && (r.signal || r.exit_code.value_or(0) != 0)) {
+    return "its work done, ended by its launcher (" + (r.signal ? "killed by " + *r.signal : "exit code " + std::to_string(*r.exit_code)) + ")";
+  }
   if (r.signal) return "killed by " + *r.signal;
   if (r.exit_code) return "exited with code " + std::to_string(*r.exit_code);
   if (r.killed_by_teardown) return "stopped by the launcher's teardown";

@@ -48,7 +48,7 @@ void readDeepSpeedLine(std::string_view t, LauncherLog& log) {
 
 bool isLauncherWrapperType(std::string_view type) {
   for (std::string_view w : {"ChildFailedError", "CalledProcessError", "ProcessRaisedException",
-                             "ProcessExitedException", "SignalException"}) {
+                             "ProcessExitedException", "SignalException", "WorkerGroupError", "TrainingFailedError"}) {
     if (type.size() >= w.size() && type.substr(type.size() - w.size()) == w) return true;
   }
   return false;
@@ -188,6 +188,12 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto r = intAfter(t, "[rank: "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
     }
     readDeepSpeedLine(t, log);
+    // Ray Train's WorkerGroupError, in its controller's log and the driver's
+    // traceback: "[Rank 1 Error Snippet]:" before each failed worker's error,
+    // in rank order; the first is its blame.
+    if (contains(t, " Error Snippet]")) {
+      if (auto r = intAfter(t, "[Rank "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
+    }
     if (contains(t, "failed (exitcode: ")) {
       LauncherLog::PidExit pe;
       pe.exit_code = intAfter(t, "failed (exitcode: ");

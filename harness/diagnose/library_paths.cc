@@ -80,7 +80,7 @@ bool isTorchPackage(std::string_view package) {
       // the training frameworks faultline runs as stacks (their launchers and
       // loops call the user's code; the user's bug is never in them)
       "lightning", "pytorch_lightning", "lightning_fabric", "lightning_utilities", "torchmetrics",
-      "accelerate", "deepspeed", "huggingface_hub", "safetensors"};
+      "accelerate", "deepspeed", "huggingface_hub", "safetensors", "ray"};
   for (std::string_view p : kTorch) {
     if (package == p) return true;
   }

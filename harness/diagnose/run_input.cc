@@ -505,6 +505,18 @@ void attributeUnnamedExits(RunInput& in) {
   }
 }
 
+// Each rank whose own process said its work was done (`work_end`), in every attempt.
+void markWorkDone(RunInput& in) {
+  const auto mark = [](RankInput& ri) {
+    ri.work_done = std::any_of(ri.events.events.begin(), ri.events.events.end(),
+                               [&](const Event& e) { return e.ev == "work_end" && (!ri.pid || e.pid == *ri.pid); });
+  };
+  for (auto& [r, ri] : in.ranks) mark(ri);
+  for (AttemptInput& a : in.attempts) {
+    for (auto& [r, ri] : a.ranks) mark(ri);
+  }
+}
+
 // The launcher: its stderr and stdout, torchrun's per-rank log files, spawn's
 // children. Returns the tracebacks its failure block quotes, by rank (into
 // *in.launcher), for addQuotedChains.
@@ -702,6 +714,7 @@ RunInput loadRun(const std::string& dir) {
   dropTeardownCollectives(in);
   addFlightRecorder(in, layout.flightRecorderDir());
   attributeUnnamedExits(in);
+  markWorkDone(in);
   attachCrashedChildren(in);
   addQuotedChains(in, readLauncherFiles(in, layout));
   readEventFacts(in);

@@ -32,6 +32,10 @@ struct RankInput {
   std::optional<int64_t> start_ns;
   std::optional<int64_t> exit_ns;
   bool killed_by_teardown = false;
+  // The rank said its work was done (the shim's `work_end`: Ray Train's
+  // training function returned) before its launcher ended the process: that
+  // exit is no failure, whatever its status (Ray's ray.kill exits 1).
+  bool work_done = false;
   std::vector<Evidence> errors;     // from output, error file, spawn parent, events
   // Processes of the rank's own tree (DataLoader workers, helpers it forked)
   // that died of a signal of their own before any teardown: the supervisor's

@@ -16,6 +16,7 @@ const Launcher& slurmLauncher();
 const Launcher& lightningLauncher();
 const Launcher& accelerateLauncher();
 const Launcher& deepspeedLauncher();
+const Launcher& rayLauncher();
 
 namespace {
 const Launcher& builtinLauncher() {
@@ -35,6 +36,7 @@ const std::vector<const Launcher*>& allLaunchers() {
       &lightningLauncher(),
       &accelerateLauncher(),
       &deepspeedLauncher(),
+      &rayLauncher(),
       &externalLauncher(),
   };
   return kAll;

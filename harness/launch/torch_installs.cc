@@ -33,7 +33,7 @@ print("torch", m.group(1) if m else "?")
 print("launch", int(os.path.exists(os.path.join(d, "distributed", "launch.py"))))
 print("distributed", int(os.path.exists(os.path.join(d, "distributed", "run.py"))))
 import importlib.metadata as md
-for name in ("lightning", "accelerate", "deepspeed"):
+for name in ("lightning", "accelerate", "deepspeed", "ray"):
     try:
         print("framework:" + name, md.version(name))
     except Exception:

@@ -19,6 +19,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},
       {"accelerate",         true, true,  false, true,  false, false, {}, "accelerate", "accelerate's --max_restarts is not passed yet"},
       {"deepspeed",          true, true,  false, true,  false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
+      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr},
       {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;

@@ -38,6 +38,10 @@ struct RankState {
   uint64_t cpu_ticks = 0;
   bool starting_noted = false;
   bool seen_idle = false;  // seen blocked once while silent: past its start-up
+  // The rank said its work is done (the shim's `work_end`: Ray Train's
+  // training function returned); its launcher then ends the process, and
+  // that exit is no failure whatever its status.
+  bool work_done = false;
   std::optional<std::string> node;  // multi-node: FAULTLINE_NODE in its environment, or its agent's rank_start
   std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd;  // a rank not our child: readable when it ends
 };

@@ -299,7 +299,8 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
   timeline(r.rank, r.exit_known ? outcomeText(r.outcome) : "exited (status collected by its launcher)", TimelineKind::kExit);
   // Read what the rank wrote last, so the tracker is current before any verdict.
   readEvents(r.rank);
-  const bool failed = r.exit_known && !r.outcome.success();
+  const bool failed = r.exit_known && !r.outcome.success() && !r.work_done;
+  if (r.work_done && !r.outcome.success()) timeline(r.rank, "its work was done (work_end): ended by its launcher, no failure");
   if (failed && !triggered_ && !in_teardown_) {
     setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
     trigger_.t_ns = t_ns;
@@ -549,6 +550,9 @@ void WatchLoop::readEvents(int rank) {
     // /dev/shm file per rank that no exit removes.
     if (f.ev == "step_end" && f.pid && f.rank >= 0 && held_noted_.insert(f.rank).second) {
       leaks_.note({static_cast<pid_t>(*f.pid)});
+    }
+    if (f.ev == "work_end" && f.pid) {
+      if (RankState* r = rankByPid(static_cast<pid_t>(*f.pid))) r->work_done = true;
     }
     if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
     any_event = any_event || !f.ev.empty();

@@ -55,6 +55,23 @@ def _events_path(rank, spawned):
     return os.path.join(events_dir, str(rank), "events.jsonl")
 
 
+def _earlier_processes(events_path):
+    """The processes that were this rank before in this run: the pids of the
+    `start` events already in its events file (the file is the run's own)."""
+    pids = set()
+    try:
+        with open(events_path, "rb") as f:
+            for line in f:
+                if b'"ev":"start"' in line:
+                    head = line.split(b'"pid":', 1)
+                    if len(head) == 2:
+                        pids.add(head[1].split(b",", 1)[0])
+    except OSError:
+        return 0
+    pids.discard(str(os.getpid()).encode())
+    return len(pids)
+
+
 def _register_stack_dump(rank_dir):
     """SIGUSR1 -> every thread's Python stack into ranks/R/stacks.txt: the
     teardown's stack request, which it sends only where a handler is installed."""
@@ -90,6 +107,7 @@ def activate(rank, spawned=False, world_size=None):
         return
     from . import _errors, _events, _flight
 
+    _state.earlier_processes = _earlier_processes(path)
     rec = _events.Recorder(rank, path)
     _state.recorder = rec
     fields = {}
@@ -141,6 +159,10 @@ def boot():
     _imports.when_imported("torch.multiprocessing.spawn", lambda m: _spawn.patch(m, _activate_spawned), "spawn.wrap")
     # The metric sinks' classes, patched as they are imported, rank or not yet.
     _metrics.install(_imports.when_imported)
+    # Ray Train's workers catch the training function's exception themselves.
+    from . import _ray
+
+    _imports.when_imported("ray.train.v2._internal.execution.worker_group.thread_runner", _ray.patch, "ray.train_fn")
     rank = _parse_rank(os.environ.get("RANK"))
     if rank is None:
         # Maybe a rank that init_process_group names (Lightning's: _late_rank).

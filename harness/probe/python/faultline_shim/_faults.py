@@ -164,9 +164,12 @@ _straggle_ms = 0
 
 def launch_attempt():
     """torchelastic's restart count (TORCHELASTIC_RESTART_COUNT, which torchrun
-    gives each worker: 0, then 1 after its first restart), else 0."""
+    gives each worker: 0, then 1 after its first restart), else how many
+    processes were this rank before this one (Ray Train's restarted worker
+    groups, which say nothing of their attempt: _state.earlier_processes),
+    else 0."""
     text = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
-    return int(text) if text.isdigit() else 0
+    return int(text) if text.isdigit() else _state.earlier_processes
 
 
 def arm(rank):

@@ -5,6 +5,9 @@ import re
 # Set by activate(); None while the process is not a rank (the shim then
 # records nothing, and every wrapper is a plain pass-through).
 recorder = None
+# How many other processes were this rank before this one in this run: their
+# `start` events in the rank's events file, counted when it becomes a rank.
+earlier_processes = 0
 
 SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -19,7 +22,7 @@ _TORCH_PACKAGES = frozenset((
     "setuptools", "pkg_resources", "_distutils_hack",
     # the training frameworks faultline runs as stacks
     "lightning", "pytorch_lightning", "lightning_fabric", "lightning_utilities", "torchmetrics",
-    "accelerate", "deepspeed", "huggingface_hub", "safetensors",
+    "accelerate", "deepspeed", "huggingface_hub", "safetensors", "ray",
 ))
 _VERSIONED = re.compile(r"^python\d+\.\d+$")
 _EXTRA = tuple(p.rstrip("/") for p in os.environ.get("FAULTLINE_LIBRARY_PATHS", "").split(":") if p)

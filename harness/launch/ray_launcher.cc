@@ -1,0 +1,133 @@
+// The ray stack: Ray Train's TorchTrainer on a local Ray cluster of its own.
+// The launcher process is ray_runner.py, which does what a Ray user does on
+// one machine: `ray start --head --block` on loopback, the driver script with
+// RAY_ADDRESS set (its TorchTrainer.fit() runs the training function in a
+// worker group of Ray actors: the ranks), then the cluster stopped. The
+// actors are the raylet's children, so every rank is a descendant of the
+// launcher process; they carry no RANK when they start (Ray Train sets it in
+// os.environ later), and the shim names each where Ray Train's
+// init_process_group(rank=R) makes it rank R. A rank that fails is Ray's to
+// handle: its controller kills the worker group and either starts a new one
+// (FailureConfig(max_failures=N): a restart) or raises TrainingFailedError
+// from fit(), a WorkerGroupError whose "[Rank N Error Snippet]" is its blame.
+#include <dirent.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "harness/launch/observed_launcher.h"
+
+namespace faultline::launch {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The cluster's temporary directory: Ray's sockets live under it, and a
+// socket path has at most 107 bytes, so it is short and named by the run's
+// port (unique among the runs of this host while they run).
+std::string tempDirFor(int port) { return "/tmp/faultline-ray-" + std::to_string(port); }
+
+// Processes still running whose command line names `needle` (Ray's processes
+// carry their session directory, under the cluster's temporary directory).
+std::vector<std::string> processesNaming(const std::string& needle) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    const std::string pid = e->d_name;
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream f("/proc/" + pid + "/cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (cmdline.find(needle) == std::string::npos) continue;
+    std::string argv0 = cmdline.substr(0, cmdline.find('\0'));
+    out.push_back("ray process " + pid + " (" + fs::path(argv0).filename().string() + ") still running");
+  }
+  ::closedir(d);
+  return out;
+}
+
+class RayLauncher final : public ObservedLauncher {
+ public:
+  std::string name() const override { return "ray"; }
+
+  // The driver script runs with the flags Ray Train's examples take:
+  // --num-workers N (ScalingConfig), and --max-failures K (FailureConfig)
+  // where the scenario allows restarts.
+  tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (!in.python_trainer || in.trainer.size() < 2) {
+      return tl::unexpected(Unsupported{"Ray Train runs a Python driver script; this scenario's trainer is not one"});
+    }
+    if (!in.scenario->stack.instrument) {
+      return tl::unexpected(Unsupported{"Ray's workers carry no RANK when they start: uninstrumented, faultline cannot tell its ranks apart"});
+    }
+    const std::string runner = in.launch_scripts_dir + "/ray_runner.py";
+    std::error_code ec;
+    if (in.launch_scripts_dir.empty() || !fs::exists(runner, ec)) {
+      return tl::unexpected(Unsupported{"the ray runner (ray_runner.py) was not found beside faultline; "
+                                        "set FAULTLINE_LAUNCH_SCRIPTS to its directory"});
+    }
+    const int n = in.scenario->stack.world_size;
+    PlannedStart p{{in.trainer[0], runner, "--port", std::to_string(in.master_port), "--num-cpus", std::to_string(n),
+                    "--temp-dir", tempDirFor(in.master_port), "--logs-to", in.out_dir + "/launcher/ray"},
+                   1,
+                   {}};
+    p.command.insert(p.command.end(), in.trainer.begin(), in.trainer.end());
+    p.command.insert(p.command.end(), {"--num-workers", std::to_string(n)});
+    if (in.scenario->stack.max_restarts > 0) {
+      p.command.insert(p.command.end(), {"--max-failures", std::to_string(in.scenario->stack.max_restarts)});
+    }
+    return p;
+  }
+
+  // `ray --version`: starting a cluster to check would take seconds.
+  StackOffer offer(const TorchInstall* torch, const std::string&) const override {
+    if (!torch) return {};
+    auto it = torch->frameworks.find("ray");
+    const std::string ray = (fs::path(torch->python).parent_path() / "ray").string();
+    StackOffer o{ray + " (ray " + (it == torch->frameworks.end() ? "?" : it->second) + ", Ray Train's TorchTrainer)",
+                 "", {}, ""};
+    o.check = {torch->python, "-c", "import ray.train.torch, torch.distributed as d; assert d.is_gloo_available()"};
+    o.check_what = "import ray.train.torch";
+    return o;
+  }
+
+  // Stopped as a user stops it (Ctrl-C, a scheduler's SIGTERM): the signal
+  // to the runner, which passes it to the driver and stops the cluster (its
+  // processes SIGTERMed, then SIGKILLed); the rest after the grace.
+  StopOrder stopOrder() const override { return StopOrder::kLauncherFirst; }
+  double launcherGraceS() const override { return 15; }
+
+  LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override {
+    LauncherLog log = ObservedLauncher::ownLog(opts, layout);
+    log.format = "ray";
+    return log;
+  }
+
+  // What the cluster left: its temporary directory (removed here), processes
+  // of its session, a listener on its port.
+  std::vector<std::string> finish(const LaunchOptions& opts) const override {
+    std::vector<std::string> leaks;
+    const std::string dir = flagValue(opts.command, "--temp-dir");
+    if (dir.empty()) return leaks;
+    leaks = processesNaming(dir + "/");
+    std::error_code ec;
+    if (fs::exists(dir, ec)) {
+      leaks.push_back("ray temp dir " + dir + " left (removed)");
+      fs::remove_all(dir, ec);
+    }
+    const std::string port = flagValue(opts.command, "--port");
+    if (!port.empty() && portListening(std::atoi(port.c_str()))) {
+      leaks.push_back("port " + port + " (the Ray head's) still listening");
+    }
+    return leaks;
+  }
+};
+
+}  // namespace
+
+const Launcher& rayLauncher() {
+  static const RayLauncher kLauncher;
+  return kLauncher;
+}
+
+}  // namespace faultline::launch

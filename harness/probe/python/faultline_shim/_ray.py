@@ -1,0 +1,68 @@
+"""Ray Train's workers: the training function runs in a thread of a Ray
+actor, and whatever it raises is caught by Ray Train itself
+(ray/train/v2/_internal/execution/worker_group/thread_runner.py: the
+thread's target catches BaseException and hands it to
+construct_user_exception_with_traceback, which wraps it for the controller).
+It never reaches an excepthook, so the shim records it on the way, as it
+does for torch.multiprocessing.spawn's children (_spawn.py).
+
+When the training function returns, the rank's work is done: the shim says
+so (`work_end`). Ray Train then ends the worker actors itself (ray.kill: the
+process exits 1), and that exit is no failure (docs/BLACKBOX.md).
+
+The actor becomes a rank when Ray Train's init_process_group(rank=R) names
+it (_late_rank.py); the patch is in place before that, and records only in
+a process that is a rank.
+"""
+import functools
+
+from . import _errors, _instrument, _state
+
+
+def _patch_thread_runner(module):
+    orig = module.construct_user_exception_with_traceback
+    if hasattr(orig, "__faultline_wrapped__"):
+        return
+
+    @functools.wraps(orig)
+    def construct_user_exception_with_traceback(e, *args, **kwargs):
+        if _state.recorder is not None and isinstance(e, BaseException):
+            try:
+                # error_file: no torchelastic agent reads one here.
+                _errors.record(type(e), e, e.__traceback__, error_file=False)
+            except Exception as err:  # noqa: BLE001
+                _instrument.broke("ray.train_fn", err)
+        return orig(e, *args, **kwargs)
+
+    construct_user_exception_with_traceback.__faultline_wrapped__ = orig
+    module.construct_user_exception_with_traceback = construct_user_exception_with_traceback
+
+
+def _patch_run(module):
+    cls = module.ThreadRunner
+    orig = cls.run
+    if hasattr(orig, "__faultline_wrapped__"):
+        return
+
+    @functools.wraps(orig)
+    def run(self, target, *args, **kwargs):
+        @functools.wraps(target)  # Ray names the thread after it
+        def target_then_work_end():
+            result = target()
+            if _state.recorder is not None:
+                try:
+                    _state.recorder.emit("work_end")
+                except Exception as err:  # noqa: BLE001
+                    _instrument.broke("ray.work_end", err)
+            return result
+
+        return orig(self, target_then_work_end if callable(target) else target, *args, **kwargs)
+
+    run.__faultline_wrapped__ = orig
+    cls.run = run
+
+
+def patch(module):
+    """ray.train.v2._internal.execution.worker_group.thread_runner."""
+    _instrument.attempt("ray.train_fn", _patch_thread_runner, module)
+    _instrument.attempt("ray.work_end", _patch_run, module)
