@@ -44,6 +44,34 @@ void readDeepSpeedLine(std::string_view t, LauncherLog& log) {
   }
 }
 
+// Ray Train's WorkerGroupError, in its controller's log (each attempt's
+// failure) and in the driver's traceback: "Training failed due to worker
+// errors:", then "[Rank 0,1 Error Snippet]:" before each failed worker's
+// error. The first report's ranks are read; its repeats, and later
+// attempts' reports, are not.
+enum class RayReport { kNone, kReading, kRead };
+
+void readRayLine(std::string_view t, RayReport& state, LauncherLog& log) {
+  if (contains(t, "Training failed due to worker errors:")) {
+    state = state == RayReport::kNone ? RayReport::kReading : RayReport::kRead;
+    return;
+  }
+  const size_t at = t.find("[Rank ");
+  if (state != RayReport::kReading || at == std::string_view::npos || !contains(t, " Error Snippet]")) return;
+  std::string_view list = t.substr(at + 6);
+  list = list.substr(0, list.find(' '));
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    const auto first = leadingInt(item);
+    const size_t dash = item.find('-', 1);
+    const auto last = dash == std::string_view::npos ? first : leadingInt(item.substr(dash + 1));
+    for (int r = first.value_or(0); first && last && r <= *last && r - *first < 4096; ++r) log.ray_failed_ranks.insert(r);
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace
 
 bool isLauncherWrapperType(std::string_view type) {
@@ -94,6 +122,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
   }
   // The ChildFailedError block and pid lines.
   bool in_root = false;
+  RayReport ray_report = RayReport::kNone;
   LauncherFailure* cur = nullptr;
   for (size_t li = 0; li < own.size(); ++li) {
     const std::string_view l = own[li];
@@ -188,12 +217,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto r = intAfter(t, "[rank: "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
     }
     readDeepSpeedLine(t, log);
-    // Ray Train's WorkerGroupError, in its controller's log and the driver's
-    // traceback: "[Rank 1 Error Snippet]:" before each failed worker's error,
-    // in rank order; the first is its blame.
-    if (contains(t, " Error Snippet]")) {
-      if (auto r = intAfter(t, "[Rank "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
-    }
+    readRayLine(t, ray_report, log);
     if (contains(t, "failed (exitcode: ")) {
       LauncherLog::PidExit pe;
       pe.exit_code = intAfter(t, "failed (exitcode: ");
@@ -254,6 +278,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
   if (log.wrapper && !log.wrapper->type.empty() && !isLauncherWrapperType(log.wrapper->type)) {
     log.launcher_crashed = true;
   }
+  if (log.ray_failed_ranks.size() == 1 && !log.claimed_root_rank) log.claimed_root_rank = *log.ray_failed_ranks.begin();
   // spawn's own report names the process whose failure it re-raised
   // (ProcessRaisedException, ProcessExitedException): its index, the rank.
   if (log.spawn_rank && !log.claimed_root_rank) log.claimed_root_rank = log.spawn_rank;

@@ -70,6 +70,10 @@ struct LauncherLog {
   // The launcher's own warnings worth a note ("FutureWarning: The module
   // torch.distributed.launch is deprecated", torch 2.x).
   std::vector<std::string> warnings;
+  // Ray Train's WorkerGroupError: the ranks its first report lists ("[Rank
+  // 0,1 Error Snippet]", every failed worker in rank order, those with the
+  // same error together). It blames a rank only when it lists one.
+  std::set<int> ray_failed_ranks;
   // True when the wrapper is a launcher crash rather than a report about a rank.
   bool launcher_crashed = false;
   // Tracebacks in the launcher's stderr that are not the launcher's own: rank

@@ -14,10 +14,16 @@
 namespace faultline::diagnose {
 namespace {
 
-bool everyRankExitedZero(const std::map<int, RankInput>& ranks) {
+// Every rank exited 0, or said its work was done before its launcher ended it (Ray).
+bool everyRankEndedClean(const std::map<int, RankInput>& ranks) {
   return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [](const auto& kv) {
-    return kv.second.exit_known && kv.second.exit_code == 0;
+    return kv.second.exit_known && (kv.second.exit_code == 0 || kv.second.work_done);
   });
+}
+
+std::string endedCleanText(const std::map<int, RankInput>& ranks) {
+  const bool all_zero = std::all_of(ranks.begin(), ranks.end(), [](const auto& kv) { return kv.second.exit_code == 0; });
+  return all_zero ? "every rank exited 0" : "every rank's work was done (its launcher ended the processes)";
 }
 
 // The rank's own error, as the shim recorded it (its `error` event).
@@ -139,7 +145,7 @@ std::optional<std::string> finalParams(const std::map<int, RankInput>& ranks) {
 // twin, and what the summary says of it.
 std::pair<std::optional<bool>, std::string> sameResult(const RunInput& in, const std::map<int, RankInput>& last) {
   if (in.twin.empty()) return {std::nullopt, ""};
-  if (!everyRankExitedZero(in.twin)) return {std::nullopt, "the fault-free twin run did not end clean, so nothing to compare"};
+  if (!everyRankEndedClean(in.twin)) return {std::nullopt, "the fault-free twin run did not end clean, so nothing to compare"};
   const auto mine = finalParams(last);
   const auto twins = finalParams(in.twin);
   if (!mine || !twins) return {std::nullopt, "no final parameter fingerprint of rank 0 to compare with the fault-free twin's"};
@@ -187,7 +193,7 @@ std::vector<AttemptReport> attemptsOf(const RunInput& in) {
     if (a.first_failed) {
       rep.ended = "rank " + std::to_string(*a.first_failed) + " " + failureText(a.ranks->at(*a.first_failed));
     } else {
-      rep.ended = everyRankExitedZero(*a.ranks) ? "every rank exited 0" : "its ranks' exits are not all known";
+      rep.ended = everyRankEndedClean(*a.ranks) ? endedCleanText(*a.ranks) : "its ranks' exits are not all known";
     }
     out.push_back(std::move(rep));
   }
@@ -201,7 +207,7 @@ std::optional<Recovery> judgeRecovery(const RunInput& in, const std::vector<Atte
   const AttemptReport& first = attempts.front();
   const AttemptReport& last = attempts.back();
   const std::vector<Attempt> runs = collect(in);
-  const bool last_clean = !last.failed_rank && everyRankExitedZero(*runs.back().ranks) &&
+  const bool last_clean = !last.failed_rank && everyRankEndedClean(*runs.back().ranks) &&
                           static_cast<int>(last.ranks.size()) >= std::max(in.world_size, 1);
   v.recovered = first.failed_rank.has_value() && v.restarts > 0 && last_clean;
   if (v.recovered) {

@@ -1,6 +1,7 @@
 // Root-cause rules on hand-built runs: earliest primary by ns, collateral never
 // the root cause, only-collateral says so, hangs, shutdown hangs, launcher errors.
 #include "harness/diagnose/analyze.h"
+#include "harness/diagnose/analysis.h"
 
 #include <gtest/gtest.h>
 
@@ -43,6 +44,18 @@ TEST(Analyze, CleanRunHasNoRootCause) {
   Diagnosis d = analyzeRun(in);
   EXPECT_FALSE(d.root_cause);
   EXPECT_EQ(verdict(d, 0).role, RankRole::kClean);
+}
+
+TEST(Analyze, ARankWhoseWorkWasDoneIsNotFailedByItsLaunchersEnd) {
+  // Ray Train ends its worker actors itself once the training function has
+  // returned (ray.kill: exit code 1); the shim said `work_end` first.
+  RunInput in;
+  addRank(in, 0, 1).work_done = true;
+  addRank(in, 1, 1).work_done = true;
+  Diagnosis d = analyzeRun(in);
+  EXPECT_FALSE(d.root_cause);
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kClean);
+  EXPECT_EQ(exitText(in.ranks.at(1)), "its work done, ended by its launcher (exit code 1)");
 }
 
 TEST(Analyze, CollateralIsNeverTheRootCauseEvenWhenEarlier) {

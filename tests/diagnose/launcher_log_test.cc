@@ -47,6 +47,40 @@ TEST(LauncherLog, LightningChildProcessObserverBlamesTheChild) {
   EXPECT_EQ(log.failed_pids[0].exit_code, 3);
 }
 
+TEST(LauncherLog, RayWorkerGroupErrorListsEveryFailedRank) {
+  // Ray 2.60's driver after rank 2 of 3 got a SIGTERM (real output,
+  // shortened): its report lists every failed worker in rank order, those
+  // with the same error together, and so blames no one rank.
+  const std::string report =
+      "ray.train.WorkerGroupError: Training failed due to worker errors:\n"
+      "[Rank 0,1 Error Snippet]:\n"
+      "Traceback (most recent call last):\n"
+      "RuntimeError: [../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:390.\n"
+      "\n"
+      "[Rank 2 Error Snippet]:\n"
+      "A worker health check failed.\n";
+  LauncherLog log = parseLauncherLog(
+      "\x1b[36m(TrainController pid=18833)\x1b[0m Error: Training failed due to worker errors:\n"
+      "\x1b[36m(TrainController pid=18833)\x1b[0m [Rank 0,1 Error Snippet]:\n"
+      "\x1b[36m(TrainController pid=18833)\x1b[0m [Rank 2 Error Snippet]:\n" + report);
+  EXPECT_EQ(log.ray_failed_ranks, (std::set<int>{0, 1, 2}));
+  EXPECT_FALSE(log.claimed_root_rank);
+}
+
+TEST(LauncherLog, RayBlamesTheOneRankItsFirstReportLists) {
+  // A restarted job whose first attempt failed in rank 1 and whose second
+  // failed in rank 0: the first report is the run's.
+  LauncherLog log = parseLauncherLog(
+      "(TrainController pid=7) Error: Training failed due to worker errors:\n"
+      "(TrainController pid=7) [Rank 1 Error Snippet]:\n"
+      "(TrainController pid=7) NameError: name 'c' is not defined\n"
+      "(TrainController pid=7) Error: Training failed due to worker errors:\n"
+      "(TrainController pid=7) [Rank 0-1 Error Snippet]:\n");
+  EXPECT_EQ(log.ray_failed_ranks, (std::set<int>{1}));
+  ASSERT_TRUE(log.claimed_root_rank);
+  EXPECT_EQ(*log.claimed_root_rank, 1);
+}
+
 TEST(LauncherLog, DeepSpeedBlamesTheLastRankItStarted) {
   // DeepSpeed 0.19's launch.py after rank 1 of 3 raised a NameError (real
   // output): it SIGTERMs every rank, then prints the command of the last

@@ -153,7 +153,7 @@ TEST(StackName, ParsesLauncherAndSeries) {
   EXPECT_FALSE(parseStackName("external@2.13"));
   auto bad = parseStackName("srun");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "unknown stack 'srun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm, lightning, accelerate, deepspeed or external, optionally @MAJOR.MINOR (torchrun@2.13)");
+  EXPECT_EQ(bad.error().message, "unknown stack 'srun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm, lightning, accelerate, deepspeed, ray or external, optionally @MAJOR.MINOR (torchrun@2.13)");
 }
 
 TEST(TorchVersion, SeriesOrderAndConstraints) {

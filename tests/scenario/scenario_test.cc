@@ -282,7 +282,7 @@ TEST(ScenarioErrors, ImpossibleValues) {
             "s.toml:3:18: limits.hang_timeout_s: -1.0 is impossible, expected a positive number of seconds");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 0\n"), "s.toml:3:14: stack.world_size: 0 is out of range, expected 1..4096");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"mpirun\"\n"),
-            "s.toml:3:12: stack.launcher: unknown launcher 'mpirun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm, lightning, accelerate, deepspeed or external");
+            "s.toml:3:12: stack.launcher: unknown launcher 'mpirun', expected builtin, torchrun, torchrun-multinode, launch, spawn, slurm, lightning, accelerate, deepspeed, ray or external");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntrainer = \"command\"\n"),
             "s.toml:2:1: [stack]: trainer = \"command\" needs command = [\"program\", ...]");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"hung_collective\"\narg = \"nap\"\n"),
