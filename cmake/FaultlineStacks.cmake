@@ -45,7 +45,7 @@ function(faultline_framework_stacks out)
   file(GLOB venvs "${opt}/frameworks-*/bin/python")
   set(probe [=[
 import importlib.metadata as md
-for name in ("lightning", "accelerate", "deepspeed"):
+for name in ("lightning", "accelerate", "deepspeed", "ray"):
     try:
         v = md.version(name).split(".")
         print("%s@%s.%s" % (name, v[0], v[1]))

@@ -79,7 +79,10 @@ std::vector<Attempt> collect(const RunInput& in) {
     std::optional<int64_t> at;
     for (const auto& [r, ri] : *a.ranks) {
       if (!failedExit(ri)) continue;
-      const int64_t t = ri.exit_ns.value_or(std::numeric_limits<int64_t>::max());
+      // When it failed: its own error, where the shim recorded one (a Ray
+      // worker raises and lives on until Ray ends every worker at once), else its exit.
+      int64_t t = ri.exit_ns.value_or(std::numeric_limits<int64_t>::max());
+      if (auto e = errorOf(ri); e && e->t_ns) t = std::min(t, *e->t_ns);
       if (!a.first_failed || t < *at) a.first_failed = r, at = t;
     }
   }

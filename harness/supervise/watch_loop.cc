@@ -779,7 +779,14 @@ void WatchLoop::onHangTimer() {
                                   std::all_of(ranks_.begin(), ranks_.end(), [&](const auto& r) {
                                     return r->finished || tracker_.inRendezvous().count(r->rank) > 0;
                                   });
-  if (ranks_.empty() ||
+  // Between the attempts of a launcher that restarts, no rank is alive: what
+  // the last ones were in is over, and the new ones are still starting (Ray
+  // Train's new worker group takes 10 s and more on a loaded machine). No
+  // hang; the deadline bounds it.
+  const bool between_attempts = restartedAttempt() && std::all_of(ranks_.begin(), ranks_.end(), [](const auto& r) {
+                                  return r->finished;
+                                });
+  if (ranks_.empty() || between_attempts ||
       (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang && !restart_rendezvous)) {
     armHangTimer(now + limit);
     return;

@@ -181,6 +181,24 @@ TEST(Recovery, TheSameFailureInEveryAttemptIsACrashLoop) {
             "not recovered after 2 restarts: the last attempt hung (no progress event for 10000 ms)");
 }
 
+// Ray Train ends every worker at once after one raises (the others first,
+// as it happens): the attempt's failed rank is the one whose error came
+// first, not the first to exit.
+TEST(Recovery, TheFailedRankIsTheOneWhoseErrorCameFirst) {
+  RunInput in = restartable(1);
+  in.world_size = 2;
+  attemptRank(in, 0, 0, 1, 0, 2000);
+  RankInput& r1 = attemptRank(in, 0, 1, 1, 0, 2010);
+  Event e = errorEvent("NameError", "/app/train.py", 40);
+  e.t = kS + 1500 * 1'000'000;
+  r1.events.events.push_back(e);
+  attemptRank(in, 1, 0, 0, 3000, 5000);
+  attemptRank(in, 1, 1, 0, 3000, 5000);
+  const auto attempts = attemptsOf(in);
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].failed_rank, 1);
+}
+
 // torch 2.13's static rendezvous: the restart's Gloo connects to the first
 // attempt's (dead) rank's port. The summary says what to run it with.
 TEST(Recovery, ARestartThatReadTheFirstAttemptsStoreSaysTheFix) {

@@ -159,8 +159,11 @@ def main():
                     continue
             status = status if status >= 0 else 128 - status
     finally:
+        t = time.monotonic()
         _stop_head(head)
         _keep_logs(opts["temp_dir"], opts["logs_to"])
+        sys.stderr.write("ray_runner: the driver exited with status %d; the cluster stopped in %.1f s\n"
+                         % (status, time.monotonic() - t))
     sys.exit(status)
 
 
