@@ -100,6 +100,25 @@ std::optional<std::string> scriptedSignal(const RankInput& r, const std::string&
   return std::nullopt;
 }
 
+// A signal a scripted fault of faultline's sent the rank: which, what
+// scriptedSignal says of it, and when.
+struct StruckSignal {
+  std::string signal;
+  std::string text;
+  int64_t t_ns = 0;
+};
+
+std::optional<StruckSignal> scriptedSignalSent(const RankInput& r) {
+  for (const Event& e : r.events.events) {
+    if (e.ev != "fault") continue;
+    const auto kind = probe::faultKindFromName(e.kind);
+    const int sent = kind ? probe::faultSignal(*kind) : 0;
+    if (sent == 0) continue;
+    if (auto text = scriptedSignal(r, signalName(sent))) return StruckSignal{signalName(sent), *text, e.t};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, PeerFailures peers) {
@@ -132,12 +151,33 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
       st.t_ns = term->t_ns;
     }
   }
+  // A rank faultline's scripted fault sent a signal to, that handled it and
+  // exited 0 before any teardown (a preemption handler; Ray's worker turns
+  // SIGTERM into SystemExit): its leaving is the failure its peers met.
+  const auto struck = scriptedSignalSent(r);
+  if (!failed && struck && r.exit_known && r.exit_code == 0 && r.exit_ns && (!teardown_ns || *r.exit_ns < *teardown_ns)) {
+    st.cls = FailureClass::kPrimary;
+    st.has_evidence = true;
+    st.evidence = Evidence{};
+    st.evidence.kind = Kind::kSignal;
+    st.evidence.signal = st.evidence.type = struck->signal;
+    st.evidence.note = struck->text + "; it handled the signal and exited with code 0";
+    // It failed when the signal came: its peers met its leaving from then on.
+    if (struck->t_ns > 0) st.t_ns = struck->t_ns;
+    return st;
+  }
   if (!failed) {
     if (r.started && !r.exit_known && r.killed_by_teardown) st.cls = FailureClass::kTeardown;
     return st;
   }
   if (term && !term->collateral) {
     st.cls = FailureClass::kPrimary;
+    // It died otherwise than of the signal faultline's fault sent it (a
+    // handler that aborted on its way out): said.
+    if (struck && term->signal != struck->signal && st.evidence.note.empty()) {
+      st.evidence.note = "after " + struck->signal + " from faultline's scripted fault (" +
+                         struck->text.substr(struck->text.find('(') + 1);
+    }
     return st;
   }
   if (term) {

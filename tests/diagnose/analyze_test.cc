@@ -288,6 +288,31 @@ TEST(Analyze, LauncherLayerNamesTorchrunsWrongChoice) {
   EXPECT_NE(d.root_cause->layers[0].text.find("wrong"), std::string::npos);
 }
 
+// Rank 2 got faultline's scripted SIGTERM and exited 0 a second later (a
+// preemption handler; Ray's worker); its peers, ended by their launcher
+// before that exit, are collateral: the signal is the root cause, at the
+// time it came.
+TEST(Analyze, ARankThatHandledAScriptedSignalAndExitedZeroIsTheRootCause) {
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 1'000'000'008'900'000);
+  addRank(in, 1, 1, std::nullopt, 1'000'000'008'950'000);
+  RankInput& r2 = addRank(in, 2, 0, std::nullopt, 1'000'000'009'300'000);
+  Event f;
+  f.ev = "fault";
+  f.kind = "sigterm";
+  f.rank = 2;
+  f.step = 4;
+  f.t = 1'000'000'008'200'000;
+  r2.events.events.push_back(f);
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 2);
+  EXPECT_EQ(d.root_cause->signal, "SIGTERM");
+  EXPECT_EQ(d.root_cause->summary,
+            "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it handled the signal and exited with code 0");
+  EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
+}
+
 Event injectedWrite(int rank, int64_t t) {
   Event f;
   f.ev = "fault";
