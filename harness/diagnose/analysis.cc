@@ -154,17 +154,29 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
   // A rank faultline's scripted fault sent a signal to, that handled it and
   // exited 0 before any teardown (a preemption handler; Ray's worker turns
   // SIGTERM into SystemExit): its leaving is the failure its peers met.
+  // A rank faultline's scripted fault sent a signal to failed when the
+  // signal came, before any teardown, whatever it did next: handled it and
+  // exited 0 (a preemption handler; Ray's worker turns SIGTERM into
+  // SystemExit), died of something else on its way out, or kept running
+  // until the teardown. Its peers met its leaving from then on.
   const auto struck = scriptedSignalSent(r);
-  if (!failed && struck && r.exit_known && r.exit_code == 0 && r.exit_ns && (!teardown_ns || *r.exit_ns < *teardown_ns)) {
+  // (A signal that ends a process unless handled: SIGSTOP's freeze is a hang's business.)
+  const bool struck_first = struck && isTeardownSignal(struck->signal) && struck->t_ns > 0 &&
+                            (!teardown_ns || struck->t_ns < *teardown_ns);
+  const auto struckAsRootCause = [&](const std::string& then) {
     st.cls = FailureClass::kPrimary;
     st.has_evidence = true;
     st.evidence = Evidence{};
     st.evidence.kind = Kind::kSignal;
     st.evidence.signal = st.evidence.type = struck->signal;
-    st.evidence.note = struck->text + "; it handled the signal and exited with code 0";
-    // It failed when the signal came: its peers met its leaving from then on.
-    if (struck->t_ns > 0) st.t_ns = struck->t_ns;
+    st.evidence.signal_handled = true;
+    st.evidence.note = struck->text + "; " + then;
+    st.t_ns = struck->t_ns;
+    st.t_precise = true;
     return st;
+  };
+  if (!failed && struck_first && r.exit_known && r.exit_code == 0) {
+    return struckAsRootCause("it handled the signal and exited with code 0");
   }
   if (!failed) {
     if (r.started && !r.exit_known && r.killed_by_teardown) st.cls = FailureClass::kTeardown;
@@ -172,13 +184,17 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
   }
   if (term && !term->collateral) {
     st.cls = FailureClass::kPrimary;
-    // It died otherwise than of the signal faultline's fault sent it (a
-    // handler that aborted on its way out): said.
-    if (struck && term->signal != struck->signal && st.evidence.note.empty()) {
-      st.evidence.note = "after " + struck->signal + " from faultline's scripted fault (" +
-                         struck->text.substr(struck->text.find('(') + 1);
+    if (struck_first && term->signal != struck->signal) {
+      if (st.evidence.note.empty()) {
+        st.evidence.note = "after " + struck->signal + " from faultline's scripted fault (" +
+                           struck->text.substr(struck->text.find('(') + 1);
+      }
+      if (!st.t_ns || struck->t_ns < *st.t_ns) st.t_ns = struck->t_ns;
     }
     return st;
+  }
+  if (struck_first && !term && r.killed_by_teardown) {
+    return struckAsRootCause("it kept running until the teardown ended it");
   }
   if (term) {
     st.cls = FailureClass::kCollateral;

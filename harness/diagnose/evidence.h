@@ -22,6 +22,7 @@ struct Evidence {
   std::string source_line;        // the code at location, when shown
   std::string symbol;             // undefined_symbol: demangled when C++
   std::string signal;             // kind signal: "SIGSEGV"
+  bool signal_handled = false;    // kind signal: the rank got it and lived on (its handler), not killed by it
   std::optional<int> exit_code;
   std::optional<int64_t> t_ns;    // when it happened, if the evidence says
   std::string origin;             // "stderr", "error.json", "events.jsonl", "launcher"

@@ -101,8 +101,9 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   }
   switch (e.kind) {
     case Kind::kSignal:
-      // A rank that handled the signal and exited (classifyRank) got it; it was not killed by it.
-      what = (st.in && !st.in->signal && st.in->exit_code ? "got " : "killed by ") + rc.signal.value_or(e.signal);
+      // A rank that handled the signal (classifyRank) got it; it was not killed by it.
+      what = e.signal_handled ? "got " + e.signal : "killed by " + rc.signal.value_or(e.signal);
+      if (e.signal_handled) rc.signal = e.signal;
       if (!e.function.empty()) what += " in " + e.function;
       if (!e.message.empty() && e.message != e.signal) what += " (" + e.message + ")";
       if (e.location) what += " (" + baseName(e.location->file) + ":" + std::to_string(e.location->line) + ")";

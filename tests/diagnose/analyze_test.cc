@@ -311,6 +311,15 @@ TEST(Analyze, ARankThatHandledAScriptedSignalAndExitedZeroIsTheRootCause) {
   EXPECT_EQ(d.root_cause->summary,
             "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it handled the signal and exited with code 0");
   EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
+  // One that kept running until the teardown ended it: the same, said so.
+  r2.exit_code.reset();
+  r2.signal = "SIGTERM";
+  r2.killed_by_teardown = true;
+  Diagnosis k = analyzeRun(in);
+  ASSERT_TRUE(k.root_cause);
+  EXPECT_EQ(k.root_cause->rank, 2);
+  EXPECT_EQ(k.root_cause->summary,
+            "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it kept running until the teardown ended it");
 }
 
 Event injectedWrite(int rank, int64_t t) {

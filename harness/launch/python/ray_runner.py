@@ -8,9 +8,10 @@ the driver script with RAY_ADDRESS set, whose `ray.init()` connects and whose
 `TorchTrainer.fit()` runs the training function in a worker group of Ray
 actors (the ranks). Then the cluster is stopped.
 
-- The head listens on loopback only (--node-ip-address 127.0.0.1, GCS at
-  --port), with --block, so that every Ray process (GCS, raylet, and the
-  workers the raylet starts) is a descendant of this one and dies with it.
+- The head runs with --block, so that every Ray process (GCS, raylet, and
+  the workers the raylet starts) is a descendant of this one and dies with
+  it. --node-ip-address 127.0.0.1 is asked for, but Ray 2.60 turns it into
+  the host's address and listens on every interface.
 - Its temporary directory is the run's own (--temp-dir): Ray's sockets,
   session files and logs. After the job its logs are copied to --logs-to
   and the directory is removed; what is left is a teardown leak that the
