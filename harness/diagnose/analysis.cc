@@ -193,8 +193,10 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     }
     return st;
   }
-  if (struck_first && !term && r.killed_by_teardown) {
-    return struckAsRootCause("it kept running until the teardown ended it");
+  // No evidence of its own but its exit: how it ended after the signal.
+  if (struck_first && !term && (r.killed_by_teardown || r.signal != struck->signal)) {
+    if (r.killed_by_teardown) return struckAsRootCause("it kept running until the teardown ended it");
+    return struckAsRootCause("it handled the signal and then " + exitText(r));
   }
   if (term) {
     st.cls = FailureClass::kCollateral;

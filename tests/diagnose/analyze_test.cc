@@ -311,6 +311,14 @@ TEST(Analyze, ARankThatHandledAScriptedSignalAndExitedZeroIsTheRootCause) {
   EXPECT_EQ(d.root_cause->summary,
             "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it handled the signal and exited with code 0");
   EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
+  // One whose handler exited non-zero (Ray's SystemExit(1)): the same.
+  r2.exit_code = 1;
+  Diagnosis x = analyzeRun(in);
+  ASSERT_TRUE(x.root_cause);
+  EXPECT_EQ(x.root_cause->rank, 2);
+  EXPECT_EQ(x.root_cause->signal, "SIGTERM");
+  EXPECT_EQ(x.root_cause->summary,
+            "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it handled the signal and then exited with code 1");
   // One that kept running until the teardown ended it: the same, said so.
   r2.exit_code.reset();
   r2.signal = "SIGTERM";
