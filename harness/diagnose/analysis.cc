@@ -151,9 +151,6 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
       st.t_ns = term->t_ns;
     }
   }
-  // A rank faultline's scripted fault sent a signal to, that handled it and
-  // exited 0 before any teardown (a preemption handler; Ray's worker turns
-  // SIGTERM into SystemExit): its leaving is the failure its peers met.
   // A rank faultline's scripted fault sent a signal to failed when the
   // signal came, before any teardown, whatever it did next: handled it and
   // exited 0 (a preemption handler; Ray's worker turns SIGTERM into
@@ -169,8 +166,8 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     st.evidence = Evidence{};
     st.evidence.kind = Kind::kSignal;
     st.evidence.signal = st.evidence.type = struck->signal;
-    st.evidence.signal_handled = true;
-    st.evidence.note = struck->text + "; " + then;
+    st.evidence.signal_handled = !then.empty();  // "" : it died of the signal
+    st.evidence.note = struck->text + (then.empty() ? "" : "; " + then);
     st.t_ns = struck->t_ns;
     st.t_precise = true;
     return st;
@@ -193,10 +190,12 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     }
     return st;
   }
-  // No evidence of its own but its exit: how it ended after the signal.
-  if (struck_first && !term && (r.killed_by_teardown || r.signal != struck->signal)) {
+  // No evidence of its own but its exit (or only a collateral error, which
+  // came of its leaving): how it ended after the signal.
+  if (struck_first && (!term || term->collateral)) {
     if (r.killed_by_teardown) return struckAsRootCause("it kept running until the teardown ended it");
-    return struckAsRootCause("it handled the signal and then " + exitText(r));
+    if (r.signal != struck->signal) return struckAsRootCause("it handled the signal and then " + exitText(r));
+    if (term) return struckAsRootCause("");  // it died of it, a peer's error on its way
   }
   if (term) {
     st.cls = FailureClass::kCollateral;

@@ -319,6 +319,14 @@ TEST(Analyze, ARankThatHandledAScriptedSignalAndExitedZeroIsTheRootCause) {
   EXPECT_EQ(x.root_cause->signal, "SIGTERM");
   EXPECT_EQ(x.root_cause->summary,
             "rank 2: got SIGTERM; struck by faultline's scripted fault (sigterm at step 4); it handled the signal and then exited with code 1");
+  // One whose training thread then met its peers' end (a collateral Gloo
+  // error, Ray's worker lives on after SystemExit): still the root cause.
+  r2.errors.push_back(peerClosed());
+  Diagnosis c = analyzeRun(in);
+  ASSERT_TRUE(c.root_cause);
+  EXPECT_EQ(c.root_cause->rank, 2);
+  EXPECT_EQ(c.root_cause->signal, "SIGTERM");
+  r2.errors.clear();
   // One that kept running until the teardown ended it: the same, said so.
   r2.exit_code.reset();
   r2.signal = "SIGTERM";
