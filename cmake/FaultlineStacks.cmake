@@ -37,6 +37,8 @@ endfunction()
 
 # The framework stacks installed beside a torch (lightning@2.6, ...): each
 # framework in $FAULTLINE_OPT/frameworks-*/ (ci/deps), at its MAJOR.MINOR.
+# The list is the launcher table's `framework` column (harness/model/
+# stack_name.cc; Layering.FrameworkStacksCmakeNamesEveryFramework checks it).
 function(faultline_framework_stacks out)
   set(opt /opt/faultline)
   if(DEFINED ENV{FAULTLINE_OPT} AND NOT "$ENV{FAULTLINE_OPT}" STREQUAL "")

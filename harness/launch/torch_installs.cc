@@ -10,6 +10,7 @@
 
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
+#include "harness/model/stack_name.h"
 #include "harness/model/torch_version.h"
 
 namespace faultline::launch {
@@ -20,6 +21,7 @@ namespace fs = std::filesystem;
 // Prints "key value" lines. find_spec("torch") locates the package without
 // running it; the version comes from torch/version.py, which both Debian's
 // python3-torch and the wheels ship (Debian's has no dist-info to ask).
+// FRAMEWORKS is prepended (frameworkList()).
 constexpr const char* kProbe = R"PY(
 import importlib.util, os, re, sys
 spec = importlib.util.find_spec("torch")
@@ -33,7 +35,7 @@ print("torch", m.group(1) if m else "?")
 print("launch", int(os.path.exists(os.path.join(d, "distributed", "launch.py"))))
 print("distributed", int(os.path.exists(os.path.join(d, "distributed", "run.py"))))
 import importlib.metadata as md
-for name in ("lightning", "accelerate", "deepspeed", "ray"):
+for name in FRAMEWORKS:
     try:
         print("framework:" + name, md.version(name))
     except Exception:
@@ -50,6 +52,16 @@ std::vector<std::string> splitList(const std::string& text, char sep) {
   return out;
 }
 
+// The distributions of the framework launchers (the launcher table's
+// `framework` column), as the probe's FRAMEWORKS tuple.
+std::string frameworkList() {
+  std::string out = "FRAMEWORKS = (";
+  for (const LauncherTraits& t : stackLaunchers()) {
+    if (t.framework) out += "\"" + std::string(t.framework) + "\", ";
+  }
+  return out + ")\n";
+}
+
 TorchInstall probe(const std::string& python, const std::string& trainer_dir) {
   TorchInstall t;
   t.python = python;
@@ -60,7 +72,7 @@ TorchInstall probe(const std::string& python, const std::string& trainer_dir) {
   }
   Environment env = currentEnvironment();
   env.erase("PYTHONSTARTUP");
-  auto ran = runToCompletion({python, "-c", kProbe}, toEnvStrings(env), 20);
+  auto ran = runToCompletion({python, "-c", frameworkList() + kProbe}, toEnvStrings(env), 20);
   if (!ran) {
     t.problem = ran.error().message;
     return t;

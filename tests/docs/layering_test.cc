@@ -162,5 +162,17 @@ TEST(Layering, LaunchersDocListsEveryLauncher) {
   }
 }
 
+// CMake finds the framework stacks installed (their conformance.* entries)
+// with a list of its own: it names every framework of the launcher table.
+TEST(Layering, FrameworkStacksCmakeNamesEveryFramework) {
+  const std::string cmake = slurp(fs::path(FL_SOURCE_DIR) / "cmake/FaultlineStacks.cmake");
+  ASSERT_FALSE(cmake.empty());
+  for (const auto& t : stackLaunchers()) {
+    if (!t.framework) continue;
+    EXPECT_NE(cmake.find(std::string("\"") + t.framework + "\""), std::string::npos)
+        << "cmake/FaultlineStacks.cmake (faultline_framework_stacks) does not name " << t.framework;
+  }
+}
+
 }  // namespace
 }  // namespace faultline
