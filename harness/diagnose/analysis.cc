@@ -82,39 +82,43 @@ std::string exitText(const RankInput& r) {
 
 namespace {
 
+// A signal a scripted fault of faultline's sent the rank: which, the fault
+// as said ("sigkill at step 3", "SIGKILL in write of /ckpt/last.pt"), and when.
+struct StruckSignal {
+  std::string signal;
+  std::string what;
+  int64_t t_ns = 0;
+};
+
+std::optional<StruckSignal> signalSentBy(const Event& e) {
+  if (e.ev != "fault") return std::nullopt;
+  // The interposer's SIGKILL in a system call (FAULTLINE_INJECT write:SIGKILL...).
+  if (e.kind == "syscall") {
+    if (e.err.rfind("SIG", 0) != 0) return std::nullopt;
+    return StruckSignal{e.err, e.err + " in " + e.call + (e.path.empty() ? "" : " of " + e.path), e.t};
+  }
+  const auto kind = probe::faultKindFromName(e.kind);
+  const int sent = kind ? probe::faultSignal(*kind) : 0;
+  if (sent == 0) return std::nullopt;
+  return StruckSignal{signalName(sent), e.kind + (e.step >= 0 ? " at step " + std::to_string(e.step) : ""), e.t};
+}
+
+std::string struckText(const StruckSignal& s) { return "struck by faultline's scripted fault (" + s.what + ")"; }
+
 // "struck by faultline's scripted fault (sigkill at step 3)" when the rank's
 // events say a fault of faultline's sent it `signal`.
 std::optional<std::string> scriptedSignal(const RankInput& r, const std::string& signal) {
   for (const Event& e : r.events.events) {
-    if (e.ev != "fault") continue;
-    // The interposer's SIGKILL in a system call (FAULTLINE_INJECT write:SIGKILL...).
-    if (e.kind == "syscall" && e.err == signal) {
-      return "struck by faultline's scripted fault (" + signal + " in " + e.call + (e.path.empty() ? "" : " of " + e.path) + ")";
-    }
-    const auto kind = probe::faultKindFromName(e.kind);
-    const int sent = kind ? probe::faultSignal(*kind) : 0;
-    if (sent == 0 || signalName(sent) != signal) continue;
-    return "struck by faultline's scripted fault (" + e.kind + (e.step >= 0 ? " at step " + std::to_string(e.step) : "") +
-           ")";
+    if (auto s = signalSentBy(e); s && s->signal == signal) return struckText(*s);
   }
   return std::nullopt;
 }
 
-// A signal a scripted fault of faultline's sent the rank: which, what
-// scriptedSignal says of it, and when.
-struct StruckSignal {
-  std::string signal;
-  std::string text;
-  int64_t t_ns = 0;
-};
-
+// The first signal a scripted fault (not a system call's) sent the rank.
 std::optional<StruckSignal> scriptedSignalSent(const RankInput& r) {
   for (const Event& e : r.events.events) {
-    if (e.ev != "fault") continue;
-    const auto kind = probe::faultKindFromName(e.kind);
-    const int sent = kind ? probe::faultSignal(*kind) : 0;
-    if (sent == 0) continue;
-    if (auto text = scriptedSignal(r, signalName(sent))) return StruckSignal{signalName(sent), *text, e.t};
+    if (e.kind == "syscall") continue;
+    if (auto s = signalSentBy(e)) return s;
   }
   return std::nullopt;
 }
@@ -167,7 +171,7 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     st.evidence.kind = Kind::kSignal;
     st.evidence.signal = st.evidence.type = struck->signal;
     st.evidence.signal_handled = !then.empty();  // "" : it died of the signal
-    st.evidence.note = struck->text + (then.empty() ? "" : "; " + then);
+    st.evidence.note = struckText(*struck) + (then.empty() ? "" : "; " + then);
     st.t_ns = struck->t_ns;
     st.t_precise = true;
     return st;
@@ -183,8 +187,7 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     st.cls = FailureClass::kPrimary;
     if (struck_first && term->signal != struck->signal) {
       if (st.evidence.note.empty()) {
-        st.evidence.note = "after " + struck->signal + " from faultline's scripted fault (" +
-                           struck->text.substr(struck->text.find('(') + 1);
+        st.evidence.note = "after " + struck->signal + " from faultline's scripted fault (" + struck->what + ")";
       }
       if (!st.t_ns || struck->t_ns < *st.t_ns) st.t_ns = struck->t_ns;
     }

@@ -71,8 +71,4 @@ Result<int> findFreePort();
 // included, holds it. A `faultline run` or `exec` is one run.
 bool reservePort(int port);
 
-// Whether something accepts TCP connections on 127.0.0.1:port now (a
-// launcher's service that should be gone after its run).
-bool portListening(int port);
-
 }  // namespace faultline::launch

@@ -14,7 +14,7 @@ actors (the ranks). Then the cluster is stopped.
   the host's address and listens on every interface.
 - Its temporary directory is the run's own (--temp-dir): Ray's sockets,
   session files and logs. After the job its logs are copied to --logs-to
-  and the directory is removed; what is left is a teardown leak that the
+  and the directory is removed; one left behind is a teardown leak that the
   launcher's finish() names.
 - The driver's exit status is this program's, and what the driver prints
   (Ray's TrainingFailedError / WorkerGroupError) is the stack's report.
@@ -125,14 +125,13 @@ def _keep_logs(temp_dir, logs_to):
 
 
 def main():
-    global _stopping
     opts, driver_cmd = _parse(sys.argv[1:])
     port = int(opts["port"])
     env = dict(os.environ)
     env["RAY_ADDRESS"] = "127.0.0.1:%d" % port
     env.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    # A cluster on loopback, for this job alone: no token (Ray turns token
-    # authentication on whenever ~/.ray/auth_token exists).
+    # A cluster for this job alone: no token (Ray turns token authentication
+    # on whenever ~/.ray/auth_token exists).
     env.setdefault("RAY_AUTH_MODE", "disabled")
     os.makedirs(opts["temp_dir"], exist_ok=True)
 
@@ -152,12 +151,9 @@ def main():
     try:
         if _wait_ready(head, port):
             driver = subprocess.Popen(driver_cmd, env=env)
-            while True:
-                try:
-                    status = driver.wait()
-                    break
-                except InterruptedError:
-                    continue
+            if _stopping:  # the signal came while it was being started
+                driver.send_signal(signal.SIGTERM)
+            status = driver.wait()  # retried across the signal handler (PEP 475)
             status = status if status >= 0 else 128 - status
     finally:
         t = time.monotonic()

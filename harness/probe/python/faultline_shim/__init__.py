@@ -107,7 +107,8 @@ def activate(rank, spawned=False, world_size=None):
         return
     from . import _errors, _events, _flight
 
-    _state.earlier_processes = _earlier_processes(path)
+    if not os.environ.get("TORCHELASTIC_RESTART_COUNT", "").isdigit():  # else torchelastic says the attempt
+        _state.earlier_processes = _earlier_processes(path)
     rec = _events.Recorder(rank, path)
     _state.recorder = rec
     fields = {}
