@@ -37,14 +37,28 @@ class AccelerateLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "accelerate"; }
 
+  // A Python script runs under accelerate's interpreter (its first word
+  // goes), as `accelerate launch train.py` runs it, whether or not it uses
+  // accelerate's API; the reference trainer is a program (--no_python). A
+  // scenario that allows restarts passes them on (--max_restarts: its
+  // in-process torchrun agent restarts every rank, as torchrun's does).
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (!in.python_trainer || in.trainer.size() < 2) {
-      return tl::unexpected(Unsupported{"accelerate launch runs a Python script; this scenario's trainer is not one"});
+    if (!in.python_trainer && !in.reference_trainer) {
+      return tl::unexpected(Unsupported{"accelerate launch runs a Python script or, with --no_python, a program of the "
+                                        "torch it runs at; this scenario's trainer is neither"});
     }
     const int n = in.scenario->stack.world_size;
     if (n < 2) return tl::unexpected(Unsupported{"accelerate launch --multi_gpu needs at least 2 processes"});
     PlannedStart p{launchFlags(*in.torch, n, in.master_port), 1, {}};
-    p.command.insert(p.command.end(), in.trainer.begin() + 1, in.trainer.end());
+    if (in.scenario->stack.max_restarts > 0) {
+      p.command.insert(p.command.end(), {"--max_restarts", std::to_string(in.scenario->stack.max_restarts)});
+    }
+    if (in.reference_trainer) {
+      p.command.push_back("--no_python");
+      p.command.insert(p.command.end(), in.trainer.begin(), in.trainer.end());
+    } else {
+      p.command.insert(p.command.end(), in.trainer.begin() + 1, in.trainer.end());
+    }
     return p;
   }
 

@@ -8,6 +8,7 @@
 // the command of the *last* rank it started, whichever failed. On a machine
 // without GPUs DeepSpeed takes its CPU accelerator and --num_gpus is the
 // number of processes.
+#include <algorithm>
 #include <filesystem>
 
 #include "harness/launch/observed_launcher.h"
@@ -19,6 +20,14 @@ std::string deepspeedProgram(const TorchInstall& torch) {
   return (std::filesystem::path(torch.python).parent_path() / "deepspeed").string();
 }
 
+// Whether the scenario's trainer on this stack was written for DeepSpeed: a
+// command of its own for deepspeed, or a scenario of deepspeed's alone.
+bool writtenForDeepSpeed(const scenario::Stack& stack) {
+  if (stack.command_on.count("deepspeed")) return true;
+  const auto& on = stack.stacks.empty() ? std::vector<std::string>{stack.launcher} : stack.stacks;
+  return std::all_of(on.begin(), on.end(), [](const std::string& e) { return e.substr(0, e.find('@')) == "deepspeed"; });
+}
+
 std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
   return {deepspeedProgram(torch), "--num_gpus", std::to_string(nproc), "--master_port", std::to_string(port)};
 }
@@ -27,12 +36,21 @@ class DeepSpeedLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "deepspeed"; }
 
+  // A script written for DeepSpeed (the scenario's command for this stack)
+  // takes the --local_rank=N the launcher appends, as DeepSpeed's examples
+  // do. Any other script was written for torchrun: it reads LOCAL_RANK from
+  // the environment and its argument parser may refuse the flag, so it runs
+  // as DeepSpeed's users run one, with --no_local_rank. The reference
+  // trainer is a program (--no_python).
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (!in.python_trainer || in.trainer.size() < 2) {
-      return tl::unexpected(Unsupported{"deepspeed runs a Python script; this scenario's trainer is not one"});
+    if (!in.python_trainer && !in.reference_trainer) {
+      return tl::unexpected(Unsupported{"deepspeed runs a Python script or, with --no_python, a program of the torch "
+                                        "it runs at; this scenario's trainer is neither"});
     }
     PlannedStart p{launchFlags(*in.torch, in.scenario->stack.world_size, in.master_port), 1, {}};
-    p.command.insert(p.command.end(), in.trainer.begin() + 1, in.trainer.end());
+    if (in.reference_trainer) p.command.push_back("--no_python");
+    if (!writtenForDeepSpeed(in.scenario->stack)) p.command.push_back("--no_local_rank");
+    p.command.insert(p.command.end(), in.trainer.begin() + (in.reference_trainer ? 0 : 1), in.trainer.end());
     return p;
   }
 

@@ -68,6 +68,31 @@ bool admits(const std::string& entry, const StackName& name, const std::string& 
   return at == std::string::npos || entry.substr(at + 1) == series;
 }
 
+// Why a scenario that does not list this stack never runs on it, in a few
+// words the catalog groups by: a trainer written for one framework; a fault
+// between nodes on a one-node stack; a framework that runs only scripts
+// written for it. Else the stacks it lists.
+std::string notListedReason(const scenario::Scenario& s, const std::vector<std::string>& allowed, const StackName& name,
+                            const std::string& stack) {
+  std::vector<std::string> launchers;
+  for (const auto& a : allowed) {
+    const std::string l = a.substr(0, a.find('@'));
+    if (std::find(launchers.begin(), launchers.end(), l) == launchers.end()) launchers.push_back(l);
+  }
+  const LauncherTraits* here = launcherTraits(name.launcher);
+  const LauncherTraits* only = launchers.size() == 1 ? launcherTraits(launchers[0]) : nullptr;
+  if (only && only->framework) return "its trainer is written for " + launchers[0] + "'s own API";
+  const bool all_span = std::all_of(launchers.begin(), launchers.end(), [](const std::string& l) {
+    const LauncherTraits* t = launcherTraits(l);
+    return t && t->spans_nodes;
+  });
+  if (all_span && here && !here->spans_nodes) return "a scenario of several nodes, on a one-node stack";
+  if (here && here->own_trainer && !s.stack.command_on.count(name.launcher)) return here->own_trainer;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  return "scenario '" + s.name + "' applies to the stacks " + list + ", not " + stack;
+}
+
 }  // namespace
 
 StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, const Tools& tools,
@@ -150,9 +175,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   }
   const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
   if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& e) { return admits(e, name, series); })) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    plan.unsupported = "scenario '" + s.name + "' applies to the stacks " + list + ", not " + plan.stack;
+    plan.unsupported = notListedReason(s, allowed, name, plan.stack);
     return plan;
   }
   if (torch && !s.stack.torch_bounds.empty() && !satisfies(torch->version, s.stack.torch_bounds)) {

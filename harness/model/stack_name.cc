@@ -8,7 +8,8 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks, rendezvous
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks, rendezvous,
+  //  why a plain torch.distributed script does not run on it
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}, nullptr, "faultline's own launcher does not restart ranks"},
       {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr, true},
@@ -16,10 +17,13 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr, true},
       {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
-      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},
-      {"accelerate",         true, true,  false, true,  false, false, {}, "accelerate", "accelerate's --max_restarts is not passed yet"},
-      {"deepspeed",          true, true,  false, true,  false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
-      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr},
+      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks", false,
+       "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none"},
+      // accelerate launch and deepspeed run any script (and a program, --no_python).
+      {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr},
+      {"deepspeed",          true, true,  true,  false, false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
+      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr, false,
+       "Ray Train runs a training function in its worker actors; a torch.distributed script is none"},
       {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;

@@ -101,6 +101,69 @@ TEST(StackPlan, AFrameworksStackRunsWhereItIsInstalledNamedByItsOwnVersion) {
   EXPECT_TRUE(planStack(s, "lightning", twoTorches(), "/out", 1, "/sc").unsupported);
 }
 
+// Issue 31: accelerate launch and deepspeed run any script a rank would run,
+// as their users start a torchrun script with them, and the reference
+// trainer as a program; Lightning and Ray Train run only a script written
+// for them, and say so.
+TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
+  Tools tools = twoTorches();
+  TorchInstall fw = tools.torches[0];
+  fw.python = "/opt/fw/bin/python";
+  fw.frameworks = {{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}, {"deepspeed", "0.19.8"}, {"ray", "2.60.0"}};
+  tools.torches.insert(tools.torches.begin() + 1, fw);
+  const std::string all = "stacks = [\"torchrun\", \"accelerate\", \"deepspeed\"]\nworld_size = 2\n";
+  const auto plain = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
+                           "args = [\"--steps\", \"4\"]\nmax_restarts = 1\n" + all);
+  const auto acc = planStack(plain, "accelerate", tools, "/out", 29556, "/sc");
+  ASSERT_FALSE(acc.unsupported) << *acc.unsupported;
+  const auto& a = acc.launch.command;
+  // Restarts are passed on to its torchrun agent; the script runs under its interpreter.
+  auto restarts = std::find(a.begin(), a.end(), "--max_restarts");
+  ASSERT_NE(restarts, a.end());
+  EXPECT_EQ(*(restarts + 1), "1");
+  EXPECT_EQ(std::vector<std::string>(a.end() - 3, a.end()), (std::vector<std::string>{"plain.py", "--steps", "4"}));
+  // A torchrun script under deepspeed: LOCAL_RANK from the environment, no --local_rank flag.
+  const auto ds = planStack(parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n" + all),
+                            "deepspeed", tools, "/out", 29557, "/sc");
+  ASSERT_FALSE(ds.unsupported) << *ds.unsupported;
+  EXPECT_EQ(std::vector<std::string>(ds.launch.command.end() - 2, ds.launch.command.end()),
+            (std::vector<std::string>{"--no_local_rank", "plain.py"}));
+  // A script written for DeepSpeed takes the flag, as DeepSpeed's examples do.
+  const auto own = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n" + all +
+                         "[stack.command_on]\ndeepspeed = [\"python3\", \"ds.py\"]");
+  const auto ds_own = planStack(own, "deepspeed", tools, "/out", 29557, "/sc");
+  ASSERT_FALSE(ds_own.unsupported) << *ds_own.unsupported;
+  EXPECT_EQ(ds_own.launch.command.back(), "ds.py");
+  EXPECT_EQ(std::count(ds_own.launch.command.begin(), ds_own.launch.command.end(), "--no_local_rank"), 0);
+  // The reference trainer: a program, --no_python, on both.
+  const auto ref = parse("launcher = \"builtin\"\n" + all);
+  for (const std::string stack : {"accelerate", "deepspeed"}) {
+    const auto r = planStack(ref, stack, tools, "/out", 29558, "/sc");
+    ASSERT_FALSE(r.unsupported) << stack << ": " << *r.unsupported;
+    auto np = std::find(r.launch.command.begin(), r.launch.command.end(), "--no_python");
+    ASSERT_NE(np, r.launch.command.end()) << stack;
+    EXPECT_NE(std::find(np, r.launch.command.end(), "/b/faultline-trainer-torch2.13"), r.launch.command.end()) << stack;
+  }
+  // deepspeed does not restart ranks, and says so.
+  EXPECT_EQ(planStack(plain, "deepspeed", tools, "/out", 1, "/sc").unsupported,
+            "restarts: the deepspeed launcher does not restart ranks");
+  // Not listed: why, in words the catalog groups by.
+  const auto plain_only = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
+                                "stacks = [\"torchrun\", \"launch\"]");
+  EXPECT_EQ(planStack(plain_only, "lightning", tools, "/out", 1, "/sc").unsupported,
+            "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none");
+  EXPECT_EQ(planStack(plain_only, "ray", tools, "/out", 1, "/sc").unsupported,
+            "Ray Train runs a training function in its worker actors; a torch.distributed script is none");
+  const auto lit_only = parse("launcher = \"lightning\"\ntrainer = \"command\"\ncommand = [\"python3\", \"lit.py\"]\n"
+                              "stacks = [\"lightning\"]");
+  EXPECT_EQ(planStack(lit_only, "torchrun@2.13", tools, "/out", 1, "/sc").unsupported,
+            "its trainer is written for lightning's own API");
+  const auto nodes = parse("launcher = \"torchrun-multinode\"\nstacks = [\"torchrun-multinode\", \"slurm\"]\nnodes = 2\n"
+                           "world_size = 4");
+  EXPECT_EQ(planStack(nodes, "launch@2.13", tools, "/out", 1, "/sc").unsupported,
+            "a scenario of several nodes, on a one-node stack");
+}
+
 TEST(StackPlan, ReferenceTrainerIsTheOneBuiltForTheStacksTorch) {
   const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]");
   EXPECT_EQ(planStack(s, "builtin", twoTorches(), "/out", 1, "/sc").launch.command.front(), "/b/faultline-trainer-torch2.13");
