@@ -7,6 +7,7 @@
 #include <iterator>
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <set>
 
 #include "harness/diagnose/collateral.h"
@@ -517,6 +518,20 @@ void markWorkDone(RunInput& in) {
   }
 }
 
+// A launcher's log file per rank, STAMP_rankR.log (deepspeed's
+// --enable_each_rank_log): the rank's stdout and stderr together, read as
+// its stderr (where a failure is told).
+void addRankLogFiles(RunInput& in, const RunLayout& layout) {
+  std::error_code ec;
+  static const std::regex kName(R"(.*_rank([0-9]+)\.log)");
+  for (const auto& f : fs::directory_iterator(layout.launcherRankLogsDir(), ec)) {
+    std::smatch m;
+    const std::string name = f.path().filename().string();
+    if (!f.is_regular_file(ec) || !std::regex_match(name, m, kName)) continue;
+    if (const auto rank = parseRankDir(m[1].str())) addLog(rankAt(in, *rank), f.path(), true);
+  }
+}
+
 // The launcher: its stderr and stdout, torchrun's per-rank log files, spawn's
 // children. Returns the tracebacks its failure block quotes, by rank (into
 // *in.launcher), for addQuotedChains.
@@ -586,6 +601,7 @@ std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& l
       addAttemptRankDir(rankAt(in, *r), d.path());  // single node: local rank == rank
     }
   }
+  addRankLogFiles(in, layout);
   return pending_chains;
 }
 

@@ -7,7 +7,7 @@
 // says, which is no multi-rank stack.
 #include <filesystem>
 
-#include "harness/launch/observed_launcher.h"
+#include "harness/launch/elastic_launcher.h"
 
 namespace faultline::launch {
 namespace {
@@ -50,6 +50,13 @@ class AccelerateLauncher final : public ObservedLauncher {
     const int n = in.scenario->stack.world_size;
     if (n < 2) return tl::unexpected(Unsupported{"accelerate launch --multi_gpu needs at least 2 processes"});
     PlannedStart p{launchFlags(*in.torch, n, in.master_port), 1, {}};
+    // Each rank's output in its own file, as the torchrun stack's
+    // (elasticLogFlags, less --redirects, which accelerate does not take):
+    // its agent writes OUT/launcher/logs/RUN/attempt_K/R/std{out,err}.log,
+    // where the diagnosis reads what a rank printed before it exited
+    // (argparse's error, a launcher-level message). --tee keeps them on
+    // accelerate's console too, as its users see them.
+    p.command.insert(p.command.end(), {"--tee", "2", "--log_dir", elasticLogDir(in.out_dir)});
     if (in.scenario->stack.max_restarts > 0) {
       p.command.insert(p.command.end(), {"--max_restarts", std::to_string(in.scenario->stack.max_restarts)});
     }

@@ -48,6 +48,12 @@ class DeepSpeedLauncher final : public ObservedLauncher {
                                         "it runs at; this scenario's trainer is neither"});
     }
     PlannedStart p{launchFlags(*in.torch, in.scenario->stack.world_size, in.master_port), 1, {}};
+    // Each rank's output in a file of its own (launch.py's
+    // --enable_each_rank_log: STAMP_rankR.log, stdout and stderr together),
+    // where the diagnosis reads what a rank printed before it exited
+    // (argparse's error, a loader's "symbol lookup error"): on the
+    // launcher's console the ranks' lines carry no rank.
+    p.command.push_back("--enable_each_rank_log=" + RunLayout(in.out_dir).launcherRankLogsDir());
     if (in.reference_trainer) p.command.push_back("--no_python");
     if (!writtenForDeepSpeed(in.scenario->stack)) p.command.push_back("--no_local_rank");
     p.command.insert(p.command.end(), in.trainer.begin() + (in.reference_trainer ? 0 : 1), in.trainer.end());

@@ -3,8 +3,10 @@
 
 namespace faultline::launch {
 
+std::string elasticLogDir(const std::string& out_dir) { return out_dir + "/launcher/logs"; }
+
 std::vector<std::string> elasticLogFlags(const std::string& out_dir) {
-  return {"--redirects", "2", "--tee", "2", "--log_dir", out_dir + "/launcher/logs"};
+  return {"--redirects", "2", "--tee", "2", "--log_dir", elasticLogDir(out_dir)};
 }
 
 std::vector<std::string> restartFlags(const scenario::Stack& stack) {

@@ -18,6 +18,8 @@ namespace faultline::launch {
 // --max_restarts=N for a scenario whose launcher may restart its ranks ([stack] max_restarts); none otherwise.
 std::vector<std::string> restartFlags(const scenario::Stack& stack);
 std::vector<std::string> elasticLogFlags(const std::string& out_dir);
+// OUT/launcher/logs: where torchelastic's agent (--log_dir) writes RUN/attempt_K/R/std{out,err}.log.
+std::string elasticLogDir(const std::string& out_dir);
 // How the agents meet ([stack] rendezvous): --master_port=PORT (static), or
 // a c10d rendezvous at 127.0.0.1:PORT. Both spellings are 1.13's and 2.x's.
 std::vector<std::string> rendezvousFlags(const scenario::Stack& stack, int port);

@@ -24,6 +24,9 @@ class RunLayout {
   std::string launcherStdout() const { return launcherDir() + "/stdout"; }
   std::string launcherStderr() const { return launcherDir() + "/stderr"; }
   std::string launcherLogsDir() const { return launcherDir() + "/logs"; }
+  // A launcher's one log file per rank, each rank's stdout and stderr
+  // together (deepspeed --enable_each_rank_log: STAMP_rankR.log).
+  std::string launcherRankLogsDir() const { return launcherDir() + "/rank-logs"; }
   std::string reportPath() const { return out_ + "/report.json"; }
   std::string supervisorPath() const { return out_ + "/supervisor.json"; }
   std::string junitPath() const { return out_ + "/junit.xml"; }

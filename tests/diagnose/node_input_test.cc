@@ -160,6 +160,25 @@ TEST(NodeInput, ASecondNodesTorchrunLogsAreItsGlobalRanks) {
   fs::remove_all(dir);
 }
 
+// One node too: a launcher's log file per rank (deepspeed's
+// --enable_each_rank_log, STAMP_rankR.log) is that rank's output, where a
+// rank's last words before exiting are (argparse's error, the loader's).
+TEST(RunInput, ALaunchersLogFilePerRankIsThatRanksOutput) {
+  const std::string dir = ::testing::TempDir() + "/rank_log_files_run";
+  fs::remove_all(dir);
+  const RunLayout L(dir);
+  write(L.launcherRankLogsDir() + "/20261206080000_rank1.log",
+        "usage: train.py [-h] --data DATA\ntrain.py: error: the following arguments are required: --data\n");
+  write(L.launcherRankLogsDir() + "/20261206080000_rank0.log", "step 0\n");
+  write(L.launcherRankLogsDir() + "/notes.txt", "no rank's\n");
+  const RunInput in = loadRun(dir);
+  ASSERT_EQ(in.ranks.count(1), 1u);
+  EXPECT_NE(in.ranks.at(1).stderr_tail.find("the following arguments are required: --data"), std::string::npos);
+  ASSERT_EQ(in.ranks.count(0), 1u);
+  EXPECT_EQ(in.ranks.size(), 2u);
+  fs::remove_all(dir);
+}
+
 TEST(NodeInput, NoNodesDirectoryIsASingleNodeRun) {
   const std::string dir = ::testing::TempDir() + "/no_nodes_run";
   fs::create_directories(dir);
