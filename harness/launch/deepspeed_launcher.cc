@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "harness/launch/observed_launcher.h"
 
 namespace faultline::launch {
@@ -28,8 +30,35 @@ bool writtenForDeepSpeed(const scenario::Stack& stack) {
   return std::all_of(on.begin(), on.end(), [](const std::string& e) { return e.substr(0, e.find('@')) == "deepspeed"; });
 }
 
+// The master port a deepspeed command line gives (--master_port P or
+// --master_port=P); DeepSpeed's default, 29500, without one.
+std::string masterPort(const std::vector<std::string>& command) {
+  for (size_t i = 0; i < command.size(); ++i) {
+    if (command[i] == "--master_port" && i + 1 < command.size()) return command[i + 1];
+    if (command[i].rfind("--master_port=", 0) == 0) return command[i].substr(14);
+  }
+  return "29500";
+}
+
 std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
   return {deepspeedProgram(torch), "--num_gpus", std::to_string(nproc), "--master_port", std::to_string(port)};
+}
+
+std::vector<std::string> removeLeftBuffers(const std::vector<std::string>& command, const std::string& shm_dir) {
+  const std::string prefix = "deepspeed_allreduce_buffer_" + std::to_string(::getuid()) + "_";
+  const std::string port = "_" + masterPort(command) + "_";
+  std::vector<std::string> left;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(shm_dir, ec)) {
+    const std::string name = f.path().filename().string();
+    const auto at = name.rfind(port);
+    if (name.rfind(prefix, 0) != 0 || at == std::string::npos || at + port.size() == name.size()) continue;
+    const std::string rank = name.substr(at + port.size());
+    if (!std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    left.push_back("shm:" + f.path().string() + " (left behind)");
+    std::filesystem::remove(f.path(), ec);
+  }
+  return left;
 }
 
 class DeepSpeedLauncher final : public ObservedLauncher {
@@ -77,6 +106,15 @@ class DeepSpeedLauncher final : public ObservedLauncher {
   // passes it to the ranks and waits for them; each rank dies of it.
   // (SIGTERM to the runner alone would leave launch.py and the ranks behind.)
   StopOrder stopOrder() const override { return StopOrder::kWholeTree; }
+
+  // DeepSpeed's CPU all-reduce names its /dev/shm buffers for the run
+  // (shm.cpp: deepspeed_allreduce_buffer_UID_ADDR_PORT_RANK, PORT the
+  // master port), and no exit removes them. The leak check names those a rank
+  // was seen holding (at its first step); a rank that died before that left
+  // its buffer unseen. Found here by its name, removed, and named.
+  std::vector<std::string> finish(const LaunchOptions& opts) const override {
+    return removeLeftBuffers(opts.command, "/dev/shm");
+  }
 
   LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override {
     LauncherLog log = ObservedLauncher::ownLog(opts, layout);

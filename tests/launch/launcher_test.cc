@@ -3,6 +3,10 @@
 #include "harness/launch/launcher.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "tests/launch/plan_fixtures.h"
 
@@ -45,6 +49,28 @@ TEST(LauncherRegistry, WhatTheSupervisorAsksEachLauncher) {
     EXPECT_EQ(l.ranksKnownUpFront(four), 0) << name;
     EXPECT_EQ(l.ownLog(four, layout).stderr_path, "/out/launcher/stderr") << name;
   }
+}
+
+// DeepSpeed's CPU all-reduce buffers outlive every rank: those of a rank
+// that died before the leak check looked (before its first step) are found
+// by their name (the run's master port), removed and named; another run's
+// (another port) and any other file are left alone.
+TEST(LauncherRegistry, DeepSpeedsFinishRemovesTheRunsLeftAllReduceBuffers) {
+  const std::string uid = std::to_string(::getuid());
+  const std::string port = std::to_string(40000 + ::getpid() % 20000);
+  const std::string mine = "/dev/shm/deepspeed_allreduce_buffer_" + uid + "_127.0.0.1_" + port + "_1";
+  const std::string other = "/dev/shm/deepspeed_allreduce_buffer_" + uid + "_127.0.0.1_" + port + "1_1";
+  for (const auto& p : {mine, other}) std::ofstream(p) << "x";
+  LaunchOptions opts;
+  opts.command = {"deepspeed", "--num_gpus", "2", "--master_port", port, "train.py"};
+  const auto left = launcherNamed("deepspeed")->finish(opts);
+  EXPECT_EQ(left, std::vector<std::string>{"shm:" + mine + " (left behind)"});
+  EXPECT_FALSE(std::filesystem::exists(mine));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  opts.command = {"deepspeed", "--master_port=" + port + "1", "train.py"};
+  EXPECT_EQ(launcherNamed("deepspeed")->finish(opts).size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(other));
+  EXPECT_TRUE(launcherNamed("deepspeed")->finish(opts).empty());
 }
 
 TEST(LauncherRegistry, TheElasticLaunchersSayWhereTheirLogDirIs) {
