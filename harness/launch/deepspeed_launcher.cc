@@ -30,14 +30,11 @@ bool writtenForDeepSpeed(const scenario::Stack& stack) {
   return std::all_of(on.begin(), on.end(), [](const std::string& e) { return e.substr(0, e.find('@')) == "deepspeed"; });
 }
 
-// The master port a deepspeed command line gives (--master_port P or
-// --master_port=P); DeepSpeed's default, 29500, without one.
+// The master port a deepspeed command line gives; DeepSpeed's default,
+// 29500, without one.
 std::string masterPort(const std::vector<std::string>& command) {
-  for (size_t i = 0; i < command.size(); ++i) {
-    if (command[i] == "--master_port" && i + 1 < command.size()) return command[i + 1];
-    if (command[i].rfind("--master_port=", 0) == 0) return command[i].substr(14);
-  }
-  return "29500";
+  const std::string port = flagValue(command, "--master_port");
+  return port.empty() ? "29500" : port;
 }
 
 std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
