@@ -120,6 +120,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
   for (std::string_view l : splitLines(text)) {
     if (!splitRankPrefix(l)) own.push_back(l);
   }
+  for (auto it = own.rbegin(); it != own.rend() && log.last_line.empty(); ++it) log.last_line = std::string(trim(*it));
   // The ChildFailedError block and pid lines.
   bool in_root = false;
   RayReport ray_report = RayReport::kNone;

@@ -74,6 +74,9 @@ struct LauncherLog {
   // 0,1 Error Snippet]", every failed worker in rank order, those with the
   // same error together). It blames a rank only when it lists one.
   std::set<int> ray_failed_ranks;
+  // The last non-blank line of its own (no rank prefix): what a launcher
+  // that failed without a traceback last said ("ERROR: ...", "Killed").
+  std::string last_line;
   // True when the wrapper is a launcher crash rather than a report about a rank.
   bool launcher_crashed = false;
   // Tracebacks in the launcher's stderr that are not the launcher's own: rank

@@ -314,6 +314,13 @@ std::optional<Candidate> launcherFailedFirst(const Analysis& a) {
   } else {
     what = in.launcher_signal ? "killed by " + *in.launcher_signal
                               : "exited with code " + std::to_string(in.launcher_exit_code.value_or(-1));
+    // Without a traceback, its last words are all the user has.
+    if (in.launcher && !in.launcher->last_line.empty()) {
+      constexpr size_t kMax = 300;
+      const std::string& last = in.launcher->last_line;
+      l.message = last.size() > kMax ? last.substr(0, kMax) + "..." : last;
+      what += "; its last line: " + *l.message;
+    }
   }
   l.signal = in.launcher_signal;
   l.exit_code = in.launcher_exit_code;

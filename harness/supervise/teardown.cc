@@ -106,6 +106,7 @@ int64_t Teardown::endProcesses(const Ending& ending, const std::vector<pid_t>& l
   if (const auto launcher = host.liveLauncher(); launcher && ctx_.launcher.stopOrder() == launch::StopOrder::kLauncherFirst) {
     sendSignal(*launcher, SIGTERM);
     ::kill(*launcher, SIGCONT);
+    continueStopped(live);
     record_.report.escalation = Escalation::kSigterm;
     host.timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(*launcher) + ") first", TimelineKind::kSignal);
     host.runUntil([&] { return host.runMembers().empty() || host.interrupts() > 1; }, seconds(ctx_.launcher.launcherGraceS()));
@@ -129,6 +130,25 @@ int64_t Teardown::endProcesses(const Ending& ending, const std::vector<pid_t>& l
   if (ended.escalation != Escalation::kNone) record_.report.escalation = ended.escalation;
   host.runUntil([&] { return host.allReaped(); }, std::chrono::seconds(2));
   return launch::realtimeNs();
+}
+
+// A frozen rank (SIGSTOP: a freeze fault, a debugger) holds the SIGTERM its
+// launcher passes on pending until it runs again, and torch's agent waits
+// 30 s for it before its own SIGKILL: accelerate's launcher outlived its
+// 10-s grace that way under load (yours-freeze). Continued with the
+// launcher's SIGTERM, as the ladder continues what it signals itself, the
+// launcher's stop reaches every rank.
+void Teardown::continueStopped(const std::vector<pid_t>& live) {
+  int continued = 0;
+  for (pid_t p : live) {
+    const auto st = readStat(p);
+    if (st && st->state == 'T' && os::sys().kill(p, SIGCONT) == 0) ++continued;
+  }
+  if (continued > 0) {
+    ctx_.host.timeline(std::nullopt, "SIGCONT to " + std::to_string(continued) +
+                                         " stopped process(es), so that the launcher's stop reaches them",
+                       TimelineKind::kSignal);
+  }
 }
 
 void Teardown::verify() {

@@ -84,6 +84,13 @@ TEST(RootCauseRules, LauncherFailedFirst) {
   EXPECT_FALSE(c->root_rank);
   ASSERT_EQ(c->cause.layers.size(), 2u);
   EXPECT_EQ(c->cause.layers[0].text, "launcher exited with code 2");
+  // Without a traceback, the launcher's last line of its own is what it said.
+  in.launcher = parseLauncherLog("[default0]:starting\nERROR: the address is already in use\n\n[default1]:bye\n");
+  c = runRule(launcherFailedFirst, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.summary,
+            "launcher failed before any rank started: exited with code 2; its last line: ERROR: the address is already in use");
+  EXPECT_EQ(c->cause.message, "ERROR: the address is already in use");
   // Once a rank ran, and the launcher did not crash, a rank's failure comes first.
   in.ranks[0].started = true;
   EXPECT_FALSE(runRule(launcherFailedFirst, in));

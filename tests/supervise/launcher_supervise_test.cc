@@ -183,5 +183,36 @@ TEST(LauncherTeardown, ALauncherThatIsStoppedFirstPassesTheStopOn) {
   EXPECT_EQ(rec.launcher, "external");
 }
 
+// A stopped rank (a freeze) holds the launcher's SIGTERM pending: unless the
+// teardown continues it, a launcher that waits for its ranks (torch's agent,
+// 30 s) outlives its grace and is SIGKILLed.
+TEST(LauncherTeardown, AStoppedRankIsContinuedSoThatTheLaunchersStopReachesIt) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string script = writeScript(dir,
+                                         "trap 'kill -TERM $p0 $p1; wait $p0; wait $p1; exit 143' TERM\n"
+                                         "RANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\n"
+                                         "RANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
+                                         "kill -STOP $p1\n"
+                                         "wait\n");
+  auto o = options(dir, "forwarding", {script, hostilePath(), "*=sleep:60"});
+  ForwardingLauncher launcher;
+  o.launcher = &launcher;
+  o.deadline_s = 1.5;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_TRUE(rec.launcher_process);
+  EXPECT_EQ(rec.launcher_process->exit_code, 143);
+  // One stop from faultline, to the launcher, which ended both ranks within
+  // its grace: the ladder's SIGTERM to every process was never needed.
+  for (const auto& s : rec.teardown.signals) {
+    if (s.signal == "SIGTERM" || s.signal == "SIGKILL") EXPECT_EQ(s.pid, rec.launcher_process->pid) << s.signal;
+  }
+  EXPECT_TRUE(rec.teardown.report.survivors.empty());
+  EXPECT_TRUE(rec.teardown.report.clean);
+}
+
 }  // namespace
 }  // namespace faultline::supervise
