@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -459,6 +460,17 @@ TEST(Conformance, CoreSuitePassesOnTheBuiltinStack) {
   for (const auto& s : suite["scenarios"]) EXPECT_EQ(s["verdict"], "pass") << s.dump();
 }
 
+// The last n lines of a file ("" when there is none): what a failed cell's
+// launcher said, in CI's log, where the run directory is out of reach.
+std::string lastLines(const fs::path& file, size_t n) {
+  std::ifstream in(file);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::string out;
+  for (size_t i = lines.size() > n ? lines.size() - n : 0; i < lines.size(); ++i) out += lines[i] + "\n";
+  return out;
+}
+
 // One stack (FL_CONFORMANCE_STACK, set by the CTest entry conformance.STACK):
 // every scenario of the catalog that applies to it passes; the others are
 // unsupported with their reason. The scenario failing is named with the stack.
@@ -489,7 +501,8 @@ TEST(Conformance, CatalogOnOneStack) {
     const std::string verdict = s["verdict"];
     passed += verdict == "pass";
     EXPECT_TRUE(verdict == "pass" || verdict == "unsupported")
-        << s["name"].get<std::string>() << " on " << stack << ": " << verdict << "\n" << s.dump(1);
+        << s["name"].get<std::string>() << " on " << stack << ": " << verdict << "\n" << s.dump(1)
+        << "\nthe end of its launcher's stderr:\n" << lastLines(out / s.value("run_dir", "") / "launcher" / "stderr", 40);
   }
   EXPECT_GE(passed, 1) << "no scenario of the catalog ran on " << stack << "\n" << r.out;
   // Nothing of any run is left: no process, no namespace, no link (the
