@@ -25,6 +25,7 @@
 #include "harness/agent/node_procs.h"
 #include "harness/agent/slurm_task_env.h"
 #include "harness/launch/process_spawn.h"
+#include "harness/launch/rank_env.h"
 #include "harness/model/outcome.h"
 #include "harness/model/run_layout.h"
 
@@ -187,6 +188,7 @@ class NodeAgent {
       slurm_rank_ = std::stoi(env_.at("SLURM_PROCID"));
       slurm_local_rank_ = std::stoi(env_.at("SLURM_LOCALID"));
     }
+    if (auto pid = envVar(env_, launch::kSupervisorPidVar)) supervisor_ = static_cast<pid_t>(std::atoi(pid->c_str()));
     overrides_.emplace_back("FAULTLINE_NODE", node_);
     overrides_.emplace_back("FAULTLINE_AGENT_PID", std::to_string(self_));
     return 0;
@@ -295,11 +297,20 @@ class NodeAgent {
     return *status;
   }
 
+  // A stop signal from the supervisor is not passed on: its teardown sends
+  // one to every process of the run itself, and a second SIGTERM that lands
+  // while torch's agent is already shutting down (its handler raises into
+  // _shutdown) leaves that agent hung in its log tailer, past the grace.
+  // One from anyone else (Slurm's step signal, a user) reaches the group.
   void forwardSignals() {
     signalfd_siginfo si{};
     while (sfd_ >= 0 && ::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
       const int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) continue;
+      if (supervisor_ > 0 && static_cast<pid_t>(si.ssi_pid) == supervisor_) {
+        events_->write("signal", {{"signal", signalName(sig)}, {"from_supervisor", true}});
+        continue;
+      }
       // The whole group, as a terminal's Ctrl-C reaches every process of a job.
       if (::kill(-child_, sig) != 0) ::kill(child_, sig);
       events_->write("signal", {{"signal", signalName(sig)}, {"forwarded_to", child_}});
@@ -404,6 +415,7 @@ class NodeAgent {
   std::unique_ptr<EventFile> events_;
   int sfd_ = -1;
   pid_t child_ = -1;
+  pid_t supervisor_ = 0;  // the run's supervisor (kSupervisorPidVar); 0: unknown
   std::map<pid_t, TrackedRank> ranks_;
   std::string link_state_;
 };

@@ -214,7 +214,7 @@ Report runScenario(const scenario::Scenario& s, const ScenarioRunOptions& opts, 
     auto record = superviseStack(superviseOptions(s, plan, opts, run_dir), err);
     // Not after an interrupt: the user asked faultline to stop.
     if (record && !record->interrupted && needsTwin(s)) runTwin(s, opts, tools, RunLayout(run_dir).twinDir(), err);
-    std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack.substr(0, plan.stack.find('@')));
+    std::vector<scenario::Expect> expectations = s.expectationsOn(plan.stack);
     expectations.insert(expectations.end(), plan.implied_expect.begin(), plan.implied_expect.end());
     if (!record) {
       report = assemble::harnessErrorReport(plan.stack, plan.launch.command, record.error(), msSince(t0));

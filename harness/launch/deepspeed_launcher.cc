@@ -26,7 +26,7 @@ std::string deepspeedProgram(const TorchInstall& torch) {
 // command of its own for deepspeed, or a scenario of deepspeed's alone.
 bool writtenForDeepSpeed(const scenario::Stack& stack) {
   if (stack.command_on.count("deepspeed")) return true;
-  const auto& on = stack.stacks.empty() ? std::vector<std::string>{stack.launcher} : stack.stacks;
+  const auto on = stack.entries();
   return std::all_of(on.begin(), on.end(), [](const std::string& e) { return e.substr(0, e.find('@')) == "deepspeed"; });
 }
 

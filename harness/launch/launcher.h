@@ -172,6 +172,10 @@ class Launcher {
   virtual OnRankFailure onRankFailure() const = 0;
   virtual StopOrder stopOrder() const { return StopOrder::kWholeTree; }
   virtual double launcherGraceS() const { return 0; }  // kLauncherFirst only
+  // How much longer than the scenario's grace the launcher's own processes
+  // (not ranks) may take to exit after the teardown's SIGTERM, once every
+  // rank is gone: a launcher that finalizes a whole torch on exit. 0: none.
+  virtual double launcherExitS() const { return 0; }
   // Whether the launcher process's exit ends the run (the supervisor stops
   // watching and collects what is left). Otherwise the run ends when every
   // rank has.

@@ -108,6 +108,7 @@ Environment launcherEnvironment(const Environment& base, const RunLayout& layout
   env["FAULTLINE_RUN_DIR"] = layout.outDir();
   env["FAULTLINE_EVENTS_DIR"] = layout.ranksDir();
   env[kRunIdVar] = run_id;
+  env[kSupervisorPidVar] = std::to_string(::getpid());
   addFlightRecorder(env, layout);
   return env;
 }

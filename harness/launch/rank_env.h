@@ -18,6 +18,10 @@ Environment currentEnvironment();
 // Every process of a run carries FAULTLINE_RUN_ID, so the guardian can find
 // the run's processes by environment when no cgroup contains them.
 inline constexpr const char* kRunIdVar = "FAULTLINE_RUN_ID";
+// The pid of the faultline process that supervises the run, in the
+// launcher's environment: a node agent leaves the stop signals it sends to
+// every process of the run itself unforwarded (agent.cc).
+inline constexpr const char* kSupervisorPidVar = "FAULTLINE_SUPERVISOR_PID";
 
 struct RankEnvParams {
   int rank = 0;

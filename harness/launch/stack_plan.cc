@@ -129,8 +129,9 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   }
   const bool reference = s.stack.trainer == "reference";
   // The trainer command as a rank runs it.
-  std::vector<std::string> trainer = reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
-                                               : concat(resolvePaths(s.stack.commandOn(name.launcher), base_dir), s.stack.args);
+  std::vector<std::string> trainer =
+      reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
+                : concat(resolvePaths(s.stack.commandOn(name.launcher), base_dir), s.stack.argsOn(name.launcher));
   const bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
   const bool needs_torch = reference || python_trainer || launcher->needsTorch();
   // A framework's stack runs at the install that has the framework, and is
@@ -173,7 +174,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.unsupported = why->second;
     return plan;
   }
-  const auto& allowed = s.stack.stacks.empty() ? std::vector<std::string>{s.stack.launcher} : s.stack.stacks;
+  const auto allowed = s.stack.entries();
   if (std::none_of(allowed.begin(), allowed.end(), [&](const std::string& e) { return admits(e, name, series); })) {
     plan.unsupported = notListedReason(s, allowed, name, plan.stack);
     return plan;
@@ -248,7 +249,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     spread = s;
     spread.stack.nodes = kSpreadNodes;
     in.scenario = &spread;
-    plan.implied_expect = nodeExpectations(s.expectationsOn(name.launcher), ranksPerNode(s.stack.world_size, kSpreadNodes));
+    plan.implied_expect = nodeExpectations(s.expectationsOn(plan.stack), ranksPerNode(s.stack.world_size, kSpreadNodes));
   }
   auto planned = launcher->plan(in);
   if (!planned) {

@@ -192,8 +192,41 @@ json toJson(const toml::node& n) {
 
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s);
 
+// [stack.command_on] and [stack.args_on]: a list of strings for each of
+// some launchers of stack.stacks (a command is never empty; arguments may be).
+void parseOnLaunchers(Checker& c, const toml::table& t, const char* key, const Stack& s,
+                      std::map<std::string, std::vector<std::string>>& out) {
+  const toml::node* n = t.get(key);
+  if (!n) return;
+  const bool command = std::string(key) == "command_on";
+  const std::string where = std::string("stack.") + key;
+  const toml::table* on = n->as_table();
+  if (!on) {
+    c.error(n->source(), where + ": expected a table of launcher = [\"" + (command ? "program" : "argument") + "\", ...], got " +
+                             Checker::typeName(*n));
+    return;
+  }
+  for (auto&& [k, value] : *on) {
+    const std::string launcher(k.str());
+    if (!isStackLauncher(launcher)) {
+      c.error(value.source(), where + "." + launcher + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
+      continue;
+    }
+    const bool listed = std::any_of(s.stacks.begin(), s.stacks.end(),
+                                    [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; });
+    if (!listed) {
+      c.error(value.source(), where + "." + launcher + ": " + launcher + " is not in stack.stacks, so this " +
+                                  (command ? "command never runs" : "never applies"));
+      continue;
+    }
+    auto list = c.strings(*on, k.str().data(), where);
+    if (list && list->empty() && command) c.error(value.source(), where + "." + launcher + ": expected [\"program\", ...], got []");
+    if (list && (!list->empty() || !command)) out[launcher] = *list;
+  }
+}
+
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "launcher_args", "world_size", "nodes", "gpus", "stacks",
+  c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "args_on", "launcher_args", "world_size", "nodes", "gpus", "stacks",
                  "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts", "rendezvous"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
@@ -278,29 +311,8 @@ void parseStack(Checker& c, const toml::table& t, Stack& s) {
       }
     }
   }
-  if (const toml::node* n = t.get("command_on")) {
-    if (const toml::table* on = n->as_table()) {
-      for (auto&& [key, value] : *on) {
-        const std::string launcher(key.str());
-        const std::string where = "stack.command_on";
-        if (!isStackLauncher(launcher)) {
-          c.error(value.source(), where + "." + launcher + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
-          continue;
-        }
-        const bool listed = std::any_of(s.stacks.begin(), s.stacks.end(),
-                                        [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; });
-        if (!listed) {
-          c.error(value.source(), where + "." + launcher + ": " + launcher + " is not in stack.stacks, so this command never runs");
-          continue;
-        }
-        auto cmd = c.strings(*on, key.str().data(), where);
-        if (cmd && cmd->empty()) c.error(value.source(), where + "." + launcher + ": expected [\"program\", ...], got []");
-        if (cmd && !cmd->empty()) s.command_on[launcher] = *cmd;
-      }
-    } else {
-      c.error(n->source(), "stack.command_on: expected a table of launcher = [\"program\", ...], got " + Checker::typeName(*n));
-    }
-  }
+  parseOnLaunchers(c, t, "command_on", s, s.command_on);
+  parseOnLaunchers(c, t, "args_on", s, s.args_on);
   if (const toml::node* n = t.get("env")) {
     if (const toml::table* env = n->as_table()) {
       for (auto&& [key, value] : *env) {
@@ -439,7 +451,7 @@ std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
 // A scenario no stack can ever run is bad input, not a quiet `unsupported`.
 void checkSomeStackRuns(Checker& c, const toml::table& t, const Stack& s) {
   if (c.failed()) return;
-  const std::vector<std::string> entries = s.stacks.empty() ? std::vector<std::string>{s.launcher} : s.stacks;
+  const std::vector<std::string> entries = s.entries();
   std::string why;
   bool only_torch = true;
   for (const auto& e : entries) {
@@ -595,7 +607,7 @@ void parseNodeFault(Checker& c, const toml::table& t, const Stack& stack, Fault&
     return;
   }
   const std::string kind = c.str(t, "kind", "fault").value_or("");
-  const std::vector<std::string> entries = stack.stacks.empty() ? std::vector<std::string>{stack.launcher} : stack.stacks;
+  const std::vector<std::string> entries = stack.entries();
   for (const auto& e : entries) {
     const std::string launcher = e.substr(0, e.find('@'));
     if (!nodeFaultRunsOn(launcher, kind)) {
@@ -867,14 +879,22 @@ json Expect::asWritten() const {
 
 bool Scenario::hasTag(const std::string& tag) const { return std::find(tags.begin(), tags.end(), tag) != tags.end(); }
 
-std::vector<Expect> Scenario::expectationsOn(const std::string& launcher) const {
-  auto on = expect_on.find(launcher);
-  if (on == expect_on.end()) return expect;
-  std::vector<Expect> out;
-  for (const Expect& e : expect) {
-    if (std::none_of(on->second.begin(), on->second.end(), [&](const Expect& o) { return o.path == e.path; })) out.push_back(e);
-  }
-  out.insert(out.end(), on->second.begin(), on->second.end());
+std::vector<Expect> Scenario::expectationsOn(const std::string& stack) const {
+  std::vector<Expect> out = expect;
+  const auto overlay = [&](const std::string& key) {
+    auto on = expect_on.find(key);
+    if (on == expect_on.end()) return;
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const Expect& e) {
+                               return std::any_of(on->second.begin(), on->second.end(),
+                                                  [&](const Expect& o) { return o.path == e.path; });
+                             }),
+              out.end());
+    out.insert(out.end(), on->second.begin(), on->second.end());
+  };
+  const size_t at = stack.find('@');
+  overlay(stack.substr(0, at));
+  if (at != std::string::npos) overlay(stack);
   return out;
 }
 
@@ -910,18 +930,21 @@ Result<Scenario> parseScenarioText(const std::string& text, const std::string& p
   }
   if (const toml::table* on = c.table(root, "expect_on"); on && !c.failed()) {
     for (auto&& [key, node] : *on) {
-      const std::string launcher(key.str());
-      const bool listed = std::any_of(s.stack.stacks.begin(), s.stack.stacks.end(),
-                                      [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; }) ||
-                          s.stack.launcher == launcher;
+      const std::string name(key.str());  // "torchrun" or "torchrun-multinode@1.13"
+      const std::string launcher = name.substr(0, name.find('@'));
+      const auto entries = s.stack.entries();
+      const bool listed = std::any_of(entries.begin(), entries.end(),
+                                      [&](const std::string& e) { return e.substr(0, e.find('@')) == launcher; });
       if (!isStackLauncher(launcher)) {
-        c.error(key.source(), "expect_on." + launcher + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
+        c.error(key.source(), "expect_on." + name + ": unknown launcher '" + launcher + "', expected " + stackLauncherList());
+      } else if (auto parsed = parseStackName(name); !parsed) {
+        c.error(key.source(), "expect_on." + name + ": " + parsed.error().message);
       } else if (!listed) {
-        c.error(key.source(), "expect_on." + launcher + ": " + launcher + " is not in stack.stacks, so these never apply");
+        c.error(key.source(), "expect_on." + name + ": " + launcher + " is not in stack.stacks, so these never apply");
       } else if (const toml::table* t = node.as_table()) {
-        parseExpect(c, *t, s.expect_on[launcher]);
+        parseExpect(c, *t, s.expect_on[name]);
       } else {
-        c.error(node.source(), "expect_on." + launcher + ": expected a table of expectations, got " + Checker::typeName(node));
+        c.error(node.source(), "expect_on." + name + ": expected a table of expectations, got " + Checker::typeName(node));
       }
     }
   }

@@ -39,6 +39,14 @@ struct Stack {
     return it == command_on.end() ? command : it->second;
   }
   std::vector<std::string> args;      // extra trainer arguments
+  // The trainer arguments on one launcher's stacks instead of `args`
+  // ([stack.args_on] lightning = [...]): what that launcher's own trainer
+  // (command_on) takes to do what `args` asks of `command`.
+  std::map<std::string, std::vector<std::string>> args_on;
+  const std::vector<std::string>& argsOn(const std::string& launcher) const {
+    auto it = args_on.find(launcher);
+    return it == args_on.end() ? args : it->second;
+  }
   // [stack.env]: variables set for the whole job (the launcher and every
   // rank), as a user sets them on the command line: TORCH_SHOW_CPP_STACKTRACES,
   // NCCL_DEBUG. faultline's own variables are set after them.
@@ -58,6 +66,8 @@ struct Stack {
   int nodes = 1;
   int gpus = 0;                       // GPUs the scenario needs on the machine (one per rank for NCCL); 0: none
   std::vector<std::string> stacks;    // launchers this scenario applies to ("torchrun", "spawn@2.13"); empty: its own only
+  // The stacks it applies to: `stacks`, or its own launcher when it lists none.
+  std::vector<std::string> entries() const { return stacks.empty() ? std::vector<std::string>{launcher} : stacks; }
   // [stack.unsupported_on]: launchers where the fault cannot happen as
   // written, and why in a few words (the cell's reason in the catalog).
   std::map<std::string, std::string> unsupported_on;
@@ -122,14 +132,18 @@ struct Scenario {
   // built-in policy (docs/DIAGNOSIS.md section 8), relative ones to the file.
   std::vector<std::string> library_paths;
   std::vector<Expect> expect;
-  // [expect_on.LAUNCHER]: what differs on that launcher's stacks, path by
-  // path (a framework's own teardown leaves what torchrun's does not).
+  // [expect_on.LAUNCHER] and [expect_on."LAUNCHER@SERIES"]: what differs on
+  // that launcher's stacks, or on one of them, path by path (a framework's
+  // own teardown leaves what torchrun's does not; torch 1.13's agent waits
+  // where 2.x's does not).
   std::map<std::string, std::vector<Expect>> expect_on;
 
   bool hasTag(const std::string& tag) const;
-  // The expectations on a stack of `launcher`: [expect], each path that
-  // [expect_on.LAUNCHER] names replaced by its entry there, its other entries added.
-  std::vector<Expect> expectationsOn(const std::string& launcher) const;
+  // The expectations on `stack` ("torchrun-multinode@1.13", or a launcher
+  // alone): [expect], each path that [expect_on.LAUNCHER] names replaced by
+  // its entry there and its other entries added, then the same for
+  // [expect_on."LAUNCHER@SERIES"].
+  std::vector<Expect> expectationsOn(const std::string& stack) const;
 };
 
 // Parses one file. Errors are kBadInput with message "file:line:col: what, expected ...".

@@ -106,7 +106,7 @@ int64_t Teardown::endProcesses(const Ending& ending, const std::vector<pid_t>& l
   if (const auto launcher = host.liveLauncher(); launcher && ctx_.launcher.stopOrder() == launch::StopOrder::kLauncherFirst) {
     sendSignal(*launcher, SIGTERM);
     ::kill(*launcher, SIGCONT);
-    continueStopped(live);
+    endStopped(live);
     record_.report.escalation = Escalation::kSigterm;
     host.timeline(std::nullopt, "SIGTERM to the launcher (pid " + std::to_string(*launcher) + ") first", TimelineKind::kSignal);
     host.runUntil([&] { return host.runMembers().empty() || host.interrupts() > 1; }, seconds(ctx_.launcher.launcherGraceS()));
@@ -116,7 +116,26 @@ int64_t Teardown::endProcesses(const Ending& ending, const std::vector<pid_t>& l
   Ladder ladder;
   ladder.members = [&] { return host.runMembers(); };
   ladder.send = [&](pid_t p, int sig) { sendSignal(p, sig); };
-  ladder.wait = [&](const std::function<bool()>& done, Clock::duration max) { host.runUntil(done, max); };
+  // The grace, and for a launcher whose own processes take long to exit
+  // (launcherExitS) more of it once only they are left: its ranks are gone.
+  bool in_grace = true;
+  ladder.wait = [&](const std::function<bool()>& done, Clock::duration max) {
+    host.runUntil(done, max);
+    const auto launcher_only = [&] {
+      const auto left = host.runMembers();
+      return !left.empty() && std::none_of(left.begin(), left.end(), [&](pid_t p) {
+        const RankState* r = host.rankByPid(p);
+        return r && !r->finished;
+      });
+    };
+    if (in_grace && !done() && host.interrupts() <= 1 && ctx_.launcher.launcherExitS() > 0 && launcher_only()) {
+      host.timeline(std::nullopt, "every rank gone; the launcher's own processes get " +
+                                      std::to_string(static_cast<int>(ctx_.launcher.launcherExitS())) + " s more to exit",
+                    TimelineKind::kTeardown);
+      host.runUntil(done, seconds(ctx_.launcher.launcherExitS()));
+    }
+    in_grace = false;
+  };
   ladder.cut_grace = [&] { return host.interrupts() > 1; };
   ladder.on_survivor = [&](pid_t p) { addSurvivor(p, "still running after the grace period"); };
   ladder.kill_rest = [&] {
@@ -135,18 +154,22 @@ int64_t Teardown::endProcesses(const Ending& ending, const std::vector<pid_t>& l
 // A frozen rank (SIGSTOP: a freeze fault, a debugger) holds the SIGTERM its
 // launcher passes on pending until it runs again, and torch's agent waits
 // 30 s for it before its own SIGKILL: accelerate's launcher outlived its
-// 10-s grace that way under load (yours-freeze). Continued with the
-// launcher's SIGTERM, as the ladder continues what it signals itself, the
-// launcher's stop reaches every rank.
-void Teardown::continueStopped(const std::vector<pid_t>& live) {
-  int continued = 0;
+// 10-s grace that way under load (yours-freeze). The launcher cannot end
+// it, so faultline does, beside the launcher's SIGTERM: SIGTERM, then
+// SIGCONT (sendSignal), so that it ends as it resumes. Continued alone it
+// would run on first: a frozen rank that finished its step after the
+// trigger made the diagnosis blame its peer (slurm).
+void Teardown::endStopped(const std::vector<pid_t>& live) {
+  int stopped = 0;
   for (pid_t p : live) {
     const auto st = readStat(p);
-    if (st && st->state == 'T' && os::sys().kill(p, SIGCONT) == 0) ++continued;
+    if (!st || st->state != 'T') continue;
+    sendSignal(p, SIGTERM);
+    ++stopped;
   }
-  if (continued > 0) {
-    ctx_.host.timeline(std::nullopt, "SIGCONT to " + std::to_string(continued) +
-                                         " stopped process(es), so that the launcher's stop reaches them",
+  if (stopped > 0) {
+    ctx_.host.timeline(std::nullopt, "SIGTERM and SIGCONT to " + std::to_string(stopped) +
+                                         " stopped process(es), which the launcher's stop cannot reach",
                        TimelineKind::kSignal);
   }
 }

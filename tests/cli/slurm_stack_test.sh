@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ctest entries slurm_stack_*: one scenarios/multinode scenario through the real
-# `faultline run` on the slurm stack (2 nodes x 2 ranks, a faultline agent per
+# `faultline run --stack slurm` (2 nodes x 2 ranks, a faultline agent per
 # task): it must pass (its expectations: root cause, blame, teardown clean),
 # every rank must carry its node in supervisor.json, and neither a job nor a
 # process of the run may be left. A missing cluster fails (ci/test starts it);
@@ -12,7 +12,7 @@ export SLURM_CONF=${SLURM_CONF:-${FAULTLINE_SLURM_DIR:-/var/tmp/faultline-slurm}
 out=$(mktemp -d "${TMPDIR:-/tmp}/fl-slurm-XXXXXX")
 trap 'rm -rf "$out"' EXIT
 rc=0
-"$faultline" run --strict "$scenario" -o "$out/run" || rc=$?
+"$faultline" run --strict "$scenario" --stack slurm -o "$out/run" || rc=$?
 [ "$rc" = 0 ] || { echo "faultline run exited $rc" >&2; cat "$out/run/launcher/stderr" >&2 || true; exit 1; }
 python3 - "$out/run/supervisor.json" <<'PY'
 import json, sys

@@ -153,7 +153,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\ncolour = 1\n"),
             "s.toml:2:1: unknown key 'colour' in the scenario, expected one of: name, description, tags, stack, fault, limits, diagnose, expect, expect_on");
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
-            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on, max_restarts, rendezvous");
+            "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, args_on, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on, max_restarts, rendezvous");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
             "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject, attempt");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
@@ -189,6 +189,42 @@ TEST(Scenario, AFrameworksStackHasItsOwnTrainerAndExpectations) {
             "s.toml:7:13: stack.command_on.lightning: expected [\"program\", ...], got []");
   EXPECT_EQ(errorOf(head + "[expect]\n\"verdict\" = \"pass\"\n[expect_on.spawn]\n\"verdict\" = \"fail\"\n"),
             "s.toml:8:12: expect_on.spawn: spawn is not in stack.stacks, so these never apply");
+}
+
+// One row per fault: a framework's trainer takes its own arguments, and one
+// stack (a torch series) may differ from its launcher's others.
+TEST(Scenario, ArgumentsPerLauncherAndExpectationsPerStack) {
+  const std::string head =
+      "name = \"x\"\n[stack]\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\nargs = [\"--fault-rank\", \"2\"]\n"
+      "stacks = [\"torchrun\", \"torchrun-multinode\", \"lightning\"]\n";
+  auto s = parseScenarioText(head + "[stack.command_on]\nlightning = [\"python3\", \"lit.py\"]\n"
+                                    "[stack.args_on]\nlightning = [\"--bug\", \"name_error\"]\ntorchrun = []\n"
+                                    "[expect]\n\"teardown.clean\" = true\n\"root_cause.rank\" = 2\n"
+                                    "[expect_on.torchrun-multinode]\n\"root_cause.rank\" = 3\n"
+                                    "[expect_on.\"torchrun-multinode@1.13\"]\n\"teardown.clean\" = false\n",
+                             "s.toml");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->stack.argsOn("lightning"), (std::vector<std::string>{"--bug", "name_error"}));
+  EXPECT_EQ(s->stack.argsOn("torchrun"), std::vector<std::string>{});
+  EXPECT_EQ(s->stack.argsOn("torchrun-multinode"), (std::vector<std::string>{"--fault-rank", "2"}));
+  const auto at = [&](const std::string& stack) {
+    std::map<std::string, nlohmann::json> by_path;
+    for (const auto& e : s->expectationsOn(stack)) by_path[e.path] = e.value;
+    return by_path;
+  };
+  EXPECT_EQ(at("torchrun@2.13")["root_cause.rank"], 2);
+  EXPECT_EQ(at("torchrun-multinode@2.13")["root_cause.rank"], 3);
+  EXPECT_EQ(at("torchrun-multinode@2.13")["teardown.clean"], true);
+  EXPECT_EQ(at("torchrun-multinode@1.13")["root_cause.rank"], 3);  // the launcher's, then the stack's
+  EXPECT_EQ(at("torchrun-multinode@1.13")["teardown.clean"], false);
+  EXPECT_EQ(s->expectationsOn("torchrun-multinode@1.13").size(), 2u);
+
+  EXPECT_EQ(errorOf(head + "[stack.args_on]\nspawn = []\n[expect]\n\"a\" = 1\n"),
+            "s.toml:8:9: stack.args_on.spawn: spawn is not in stack.stacks, so this never applies");
+  EXPECT_EQ(errorOf(head + "[expect]\n\"verdict\" = \"pass\"\n[expect_on.\"torchrun@x\"]\n\"verdict\" = \"fail\"\n"),
+            "s.toml:9:12: expect_on.torchrun@x: 'torchrun@x': 'x' is not a torch version MAJOR.MINOR (torchrun@2.13)");
+  EXPECT_EQ(errorOf(head + "[expect]\n\"verdict\" = \"pass\"\n[expect_on.\"spawn@2.13\"]\n\"verdict\" = \"fail\"\n"),
+            "s.toml:9:12: expect_on.spawn@2.13: spawn is not in stack.stacks, so these never apply");
 }
 
 TEST(Scenario, ToolsAreAlternativesOfTheKnownStackDumpers) {

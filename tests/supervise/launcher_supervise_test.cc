@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -184,9 +185,9 @@ TEST(LauncherTeardown, ALauncherThatIsStoppedFirstPassesTheStopOn) {
 }
 
 // A stopped rank (a freeze) holds the launcher's SIGTERM pending: unless the
-// teardown continues it, a launcher that waits for its ranks (torch's agent,
-// 30 s) outlives its grace and is SIGKILLed.
-TEST(LauncherTeardown, AStoppedRankIsContinuedSoThatTheLaunchersStopReachesIt) {
+// teardown ends it, a launcher that waits for its ranks (torch's agent, 30 s)
+// outlives its grace and is SIGKILLed.
+TEST(LauncherTeardown, AStoppedRankIsEndedBesideTheLaunchersStop) {
   LeakGuard guard;
   TempDir dir;
   const std::string script = writeScript(dir,
@@ -205,11 +206,18 @@ TEST(LauncherTeardown, AStoppedRankIsContinuedSoThatTheLaunchersStopReachesIt) {
   const auto& rec = run->record;
   ASSERT_TRUE(rec.launcher_process);
   EXPECT_EQ(rec.launcher_process->exit_code, 143);
-  // One stop from faultline, to the launcher, which ended both ranks within
-  // its grace: the ladder's SIGTERM to every process was never needed.
+  // Faultline's SIGTERMs went to the launcher and the stopped rank 1 alone;
+  // the launcher ended rank 0 within its grace: the ladder's SIGTERM to every
+  // process, and any SIGKILL, were never needed.
+  std::set<int> signalled_ranks;
   for (const auto& s : rec.teardown.signals) {
-    if (s.signal == "SIGTERM" || s.signal == "SIGKILL") EXPECT_EQ(s.pid, rec.launcher_process->pid) << s.signal;
+    EXPECT_NE(s.signal, "SIGKILL");
+    if (s.signal == "SIGTERM" && s.pid != rec.launcher_process->pid) {
+      ASSERT_TRUE(s.rank) << "pid " << s.pid;
+      signalled_ranks.insert(*s.rank);
+    }
   }
+  EXPECT_EQ(signalled_ranks, std::set<int>{1});
   EXPECT_TRUE(rec.teardown.report.survivors.empty());
   EXPECT_TRUE(rec.teardown.report.clean);
 }
