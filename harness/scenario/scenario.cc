@@ -226,8 +226,8 @@ void parseOnLaunchers(Checker& c, const toml::table& t, const char* key, const S
 }
 
 void parseStack(Checker& c, const toml::table& t, Stack& s) {
-  c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "args_on", "launcher_args", "world_size", "nodes", "gpus", "stacks",
-                 "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts", "rendezvous"},
+  c.onlyKeys(t, {"launcher", "trainer", "command", "command_on", "args", "args_on", "launcher_args", "world_size", "nodes",
+                 "gpus", "stacks", "torch", "instrument", "tools", "env", "unsupported_on", "max_restarts", "rendezvous"},
              "[stack]");
   if (auto v = c.str(t, "launcher", "stack")) {
     if (!isStackLauncher(*v)) c.error(t.get("launcher")->source(), "stack.launcher: unknown launcher '" + *v + "', expected " + stackLauncherList());

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -188,6 +189,36 @@ TEST(Agent, PassesAStopSignalToItsChildsGroupAndExitsAsTheChildDid) {
   EXPECT_EQ(sig[0]["forwarded_to"], child_exit[0]["pid"]);
   EXPECT_EQ(child_exit[0]["signal"], "SIGTERM");
   EXPECT_EQ(ofKind(ev, "survivors")[0]["processes"], json::array()) << "the sleep of the child's group survived";
+}
+
+// The supervisor's teardown signals every process of the run itself: a stop
+// it sends the agent is not passed on (a second SIGTERM into torch's agent's
+// own shutdown hung it). One from anyone else is.
+TEST(Agent, LeavesTheSupervisorsStopUnforwardedAndPassesOnAnyOther) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  const pid_t agent = startAgent({"--out", out, "--node", "n2", "--", "sh", "-c", "sleep 600 & wait"},
+                                 {{"FAULTLINE_RUN_ID", "agent-test-5"}, {"FAULTLINE_SUPERVISOR_PID", std::to_string(::getpid())}},
+                                 dir / "err");
+  ASSERT_GT(agent, 0);
+  const auto events = [&] { return agentFiles(out, "n2").empty() ? std::string() : readFile(agentFiles(out, "n2")[0]); };
+  ASSERT_TRUE(waitFor([&] { return events().find("agent_start") != std::string::npos; }, kLimit));
+  ASSERT_EQ(::kill(agent, SIGTERM), 0);  // from this process, the "supervisor"
+  ASSERT_TRUE(waitFor([&] { return events().find("from_supervisor") != std::string::npos; }, kLimit));
+  // Not passed on: the child still runs, and so does the agent.
+  ::usleep(200 * 1000);
+  EXPECT_EQ(events().find("child_exit"), std::string::npos);
+  // From another process (kill(1), as a user or Slurm's step signal): passed on.
+  ASSERT_EQ(std::system(("kill -INT " + std::to_string(agent)).c_str()), 0);
+  const Outcome o = waitChild(agent, kLimit);
+  EXPECT_EQ(o.code(), 128 + SIGINT) << o.str() << readFile(dir / "err");
+  const auto sig = ofKind(onlyEvents(out, "n2", agent), "signal");
+  ASSERT_EQ(sig.size(), 2u);
+  EXPECT_EQ(sig[0]["signal"], "SIGTERM");
+  EXPECT_EQ(sig[0]["from_supervisor"], true);
+  EXPECT_FALSE(sig[0].contains("forwarded_to"));
+  EXPECT_EQ(sig[1]["signal"], "SIGINT");
+  EXPECT_TRUE(sig[1].contains("forwarded_to"));
 }
 
 TEST(Agent, SlurmTaskSetsTheRankVariablesAndTheChildIsTheRank) {

@@ -152,25 +152,34 @@ class ForwardingLauncher final : public launch::ObservedLauncher {
   double launcherGraceS() const override { return 5; }
 };
 
-TEST(LauncherTeardown, ALauncherThatIsStoppedFirstPassesTheStopOn) {
-  LeakGuard guard;
-  TempDir dir;
-  const std::string script = writeScript(dir,
-                                         "trap 'touch \"$FAULTLINE_RUN_DIR/launcher-term\"; kill -TERM $p0 $p1; wait; exit 143' TERM\n"
-                                         "RANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\n"
-                                         "RANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
-                                         "wait\n");
+// The forwarding launcher over a shell script of two ranks that sleep,
+// ended by its 1.5-s deadline.
+Result<SupervisedRun> runForwardingLauncher(TempDir& dir, const std::string& script_body, std::string* out_dir) {
+  const std::string script = writeScript(dir, script_body);
   auto o = options(dir, "forwarding", {script, hostilePath(), "*=sleep:60"});
-  ForwardingLauncher launcher;
+  static const ForwardingLauncher launcher{};
   o.launcher = &launcher;
   o.deadline_s = 1.5;
   o.gdb_stacks = false;
-  auto run = superviseRun(o);
+  *out_dir = o.out_dir;
+  return superviseRun(o);
+}
+
+TEST(LauncherTeardown, ALauncherThatIsStoppedFirstPassesTheStopOn) {
+  LeakGuard guard;
+  TempDir dir;
+  std::string out_dir;
+  auto run = runForwardingLauncher(dir,
+                                   "trap 'touch \"$FAULTLINE_RUN_DIR/launcher-term\"; kill -TERM $p0 $p1; wait; exit 143' TERM\n"
+                                   "RANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\n"
+                                   "RANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
+                                   "wait\n",
+                                   &out_dir);
   ASSERT_TRUE(run) << run.error().str();
   const auto& rec = run->record;
   EXPECT_EQ(rec.trigger.kind, TriggerKind::kDeadline);
   ASSERT_TRUE(rec.launcher_process);
-  EXPECT_TRUE(fileExists(o.out_dir + "/launcher-term"));
+  EXPECT_TRUE(fileExists(out_dir + "/launcher-term"));
   // Faultline sent one SIGTERM, to the launcher; the launcher ended its ranks.
   std::vector<SignalSent> stops;
   for (const auto& s : rec.teardown.signals) {
@@ -190,18 +199,16 @@ TEST(LauncherTeardown, ALauncherThatIsStoppedFirstPassesTheStopOn) {
 TEST(LauncherTeardown, AStoppedRankIsEndedBesideTheLaunchersStop) {
   LeakGuard guard;
   TempDir dir;
-  const std::string script = writeScript(dir,
-                                         "trap 'kill -TERM $p0 $p1; wait $p0; wait $p1; exit 143' TERM\n"
-                                         "RANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\n"
-                                         "RANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
-                                         "kill -STOP $p1\n"
-                                         "wait\n");
-  auto o = options(dir, "forwarding", {script, hostilePath(), "*=sleep:60"});
-  ForwardingLauncher launcher;
-  o.launcher = &launcher;
-  o.deadline_s = 1.5;
-  o.gdb_stacks = false;
-  auto run = superviseRun(o);
+  std::string out_dir;
+  auto run = runForwardingLauncher(dir,
+                                   "trap 'kill -TERM $p0 $p1; wait $p0; wait $p1; exit 143' TERM\n"
+                                   "RANK=0 WORLD_SIZE=2 \"$@\" & p0=$!\n"
+                                   "RANK=1 WORLD_SIZE=2 \"$@\" & p1=$!\n"
+                                   // rank 1 once it runs the rank's program, not the shell's fork before exec
+                                   "while [ \"$(readlink /proc/$p1/exe)\" = \"$(readlink /proc/$$/exe)\" ]; do sleep 0.01; done\n"
+                                   "kill -STOP $p1\n"
+                                   "wait\n",
+                                   &out_dir);
   ASSERT_TRUE(run) << run.error().str();
   const auto& rec = run->record;
   ASSERT_TRUE(rec.launcher_process);
