@@ -155,7 +155,8 @@ std::string unsupportedList(const std::vector<std::string>& order,
 
 }  // namespace
 
-std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by) {
+std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by,
+                               const std::vector<std::pair<std::string, std::string>>& missing) {
   // scenario -> stack -> entry, in first-seen scenario order.
   std::vector<std::string> order;
   std::map<std::string, std::map<std::string, const SuiteEntry*>> by;
@@ -176,6 +177,11 @@ std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>&
     << "*right rank* is the scenario's `root_cause.rank` expectation; *teardown* is the time\n"
     << "from the first failure to every process gone; *leftovers* are processes or\n"
     << "resources still there afterwards.\n\n";
+  if (!missing.empty()) {
+    o << "**Not in this catalog** (the machine that generated it lacked them):\n\n";
+    for (const auto& [stack, why] : missing) o << "- " << markdownCell(stack) << ": " << markdownCell(why) << "\n";
+    o << "\n";
+  }
   // The matrix first: one column per stack and torch version.
   o << "| scenario |";
   for (const auto& [stack, suite] : stacks) o << " " << stack << " |";

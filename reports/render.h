@@ -38,7 +38,10 @@ nlohmann::json suiteJson(const Suite& s);
 nlohmann::json traceForRun(const Report& r);
 
 // The failure-mode catalog (Markdown): one row per scenario and stack.
-std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by);
+// `missing` names the stacks the generating machine lacked, each with why:
+// the catalog says they are not in it rather than dropping them unsaid.
+std::string failureModeCatalog(const std::vector<std::pair<std::string, Suite>>& stacks, const std::string& generated_by,
+                               const std::vector<std::pair<std::string, std::string>>& missing = {});
 
 // A JSON value as one line of text; invalid UTF-8 in its strings becomes
 // U+FFFD instead of an exception (an expectation's value may hold rank bytes).

@@ -472,12 +472,20 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
   // torch version (a builtin without a reference trainer still runs the
   // Python scenarios); external is each scenario's own command.
   std::vector<std::string> names;
+  std::vector<std::pair<std::string, std::string>> missing;  // stack, why
   for (const auto& a : launch::availableStacks(o.run.tools.torches, /*check=*/false)) {
     const LauncherTraits* t = stackTraits(a.name);
     if (!t || t->is_the_command) continue;
     // A stack that needs no torch of its own (builtin) still runs the
     // scenarios it can where something else it offers is missing.
-    if (a.problem.empty() || !t->needs_torch) names.push_back(a.name);
+    if (a.problem.empty() || !t->needs_torch) {
+      names.push_back(a.name);
+    } else {
+      // Said, in the catalog and here: a column that vanishes unsaid reads
+      // as a stack nobody supports.
+      err << "faultline suite: warning: " << a.name << " is not in the catalog: " << a.problem << "\n";
+      missing.emplace_back(a.name, a.problem);
+    }
   }
   std::vector<std::pair<std::string, reports::Suite>> stacks;
   int status = 0;
@@ -516,7 +524,7 @@ int catalogCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) 
   for (const auto& p : o.paths) generated_by += " " + p;
   for (const auto& t : o.tags) generated_by += " --tag " + t;
   generated_by += " --catalog " + o.catalog + (o.catalog_keep ? " --keep" : "");
-  if (auto w = writeFileAtomically(o.catalog, reports::failureModeCatalog(stacks, generated_by)); !w) {
+  if (auto w = writeFileAtomically(o.catalog, reports::failureModeCatalog(stacks, generated_by, missing)); !w) {
     err << "faultline suite: " << w.error().str() << "\n";
     return 3;
   }

@@ -197,7 +197,9 @@ TEST(Agent, PassesAStopSignalToItsChildsGroupAndExitsAsTheChildDid) {
 TEST(Agent, LeavesTheSupervisorsStopUnforwardedAndPassesOnAnyOther) {
   TempDir dir;
   const std::string out = dir / "out";
-  const pid_t agent = startAgent({"--out", out, "--node", "n2", "--", "sh", "-c", "sleep 600 & wait"},
+  // The child is the sleep itself: a non-interactive shell's background job
+  // ignores SIGINT, and a sleep left behind holds ctest's pipe open.
+  const pid_t agent = startAgent({"--out", out, "--node", "n2", "--", "sleep", "600"},
                                  {{"FAULTLINE_RUN_ID", "agent-test-5"}, {"FAULTLINE_SUPERVISOR_PID", std::to_string(::getpid())}},
                                  dir / "err");
   ASSERT_GT(agent, 0);

@@ -355,6 +355,16 @@ TEST(Catalog, UnsupportedCellsAreADotAndTheirReasonsAListedOnce) {
   EXPECT_EQ(md, failureModeCatalog(unsupportedCatalog(), "faultline suite --catalog x.md"));
 }
 
+TEST(Catalog, AStackTheMachineLackedIsNamedWithWhyNotDroppedUnsaid) {
+  const std::string md = failureModeCatalog(unsupportedCatalog(), "x", {{"slurm@2.13", "no Slurm controller answers (sinfo)"}});
+  EXPECT_NE(md.find("**Not in this catalog** (the machine that generated it lacked them):\n\n"
+                    "- slurm@2.13: no Slurm controller answers (sinfo)\n"),
+            std::string::npos)
+      << md;
+  EXPECT_LT(md.find("**Not in this catalog**"), md.find("| scenario | builtin@2.13"));
+  EXPECT_EQ(failureModeCatalog(unsupportedCatalog(), "x").find("Not in this catalog"), std::string::npos);
+}
+
 TEST(Catalog, ScenariosOnDifferentStacksShareTheirReasonsLine) {
   auto stacks = unsupportedCatalog();
   // gpu-device-assert now runs on builtin: same reason, two groups of stacks.
