@@ -18,10 +18,12 @@ own launcher (this script is rank 0). CPU, Gloo.
 import argparse
 import os
 import sys
+from datetime import timedelta
 
 import lightning as L
 import torch
 import torch.nn as nn
+from lightning.pytorch.strategies import DDPStrategy
 from torch.utils.data import DataLoader, Dataset
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -87,7 +89,10 @@ def main():
     trainer = L.Trainer(
         accelerator="cpu",
         devices=args.devices,
-        strategy="ddp",
+        # A collective that waits 10 s for a peer fails, as the plain
+        # scripts' init_process_group(timeout=10 s) does (Lightning's own
+        # default is 30 min): a rank left alone in one ends in seconds.
+        strategy=DDPStrategy(timeout=timedelta(seconds=10)),
         max_steps=args.steps,
         logger=False,
         enable_checkpointing=False,
