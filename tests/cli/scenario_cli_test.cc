@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -240,7 +241,8 @@ TEST_F(ScenarioCli, SuiteRunsInParallelAndWritesSuiteReports) {
 // reports complete.
 // --catalog --keep: every cell already run under -o is read, not run again;
 // a cell whose directory is gone (a whole stack removed, a scenario added
-// since) runs; the catalog is written from all of them and says --keep.
+// since) runs, and so does one whose scenario file changed after it ran; the
+// catalog is written from all of them and says --keep.
 TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
   const fs::path scenarios = dir_ / "scenarios";
   fs::create_directories(scenarios);
@@ -250,6 +252,7 @@ TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
                                                    "stacks = [\"builtin\"]\nworld_size = 2\n[expect]\n\"root_cause\" = { null = true }\n";
   };
   write("clean");
+  write("edited");
   const fs::path md = dir_ / "modes.md", out = dir_ / "out";
   const std::string args = "suite " + scenarios.string() + " --catalog " + md.string() + " -j 2 -o " + out.string();
   auto first = faultline(args, dir_ / "log1");
@@ -263,6 +266,9 @@ TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
   const std::string rerun = stacks.front();
   fs::remove_all(out / rerun);
   write("added");
+  // Edited after its cells ran (a second later than now: file times are
+  // coarser than a fast run).
+  fs::last_write_time(scenarios / "edited.toml", fs::file_time_type::clock::now() + std::chrono::seconds(2));
   auto again = faultline(args + " --keep", dir_ / "log2");
   ASSERT_EQ(again.status, 0) << again.out;
   // The progress line of a cell: "[1/2] pass   clean   builtin@2.13   kept  pass".
@@ -276,11 +282,13 @@ TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
     return std::string();
   };
   for (const std::string& st : stacks) {
-    const std::string clean = line("clean", st), added = line("added", st);
+    const std::string clean = line("clean", st), added = line("added", st), edited = line("edited", st);
     ASSERT_FALSE(clean.empty()) << st << "\n" << again.out;
     ASSERT_FALSE(added.empty()) << st << "\n" << again.out;
+    ASSERT_FALSE(edited.empty()) << st << "\n" << again.out;
     EXPECT_EQ(clean.find(" kept ") != std::string::npos, st != rerun) << clean;
     EXPECT_EQ(added.find(" kept "), std::string::npos) << added;
+    EXPECT_EQ(edited.find(" kept "), std::string::npos) << edited;
   }
   EXPECT_TRUE(fs::exists(out / rerun / "report.json"));
   const std::string text = readFile(md);
