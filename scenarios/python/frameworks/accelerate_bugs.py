@@ -22,30 +22,12 @@ import torch
 import torch.nn as nn
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gloo_exit  # noqa: E402  torch 2.x's abort at exit; before any backward(), whose state it tracks
+from records import Records  # noqa: E402  encoded records, corrupt from one on (--bug worker)
 
-
-class Records(Dataset):
-    """Encoded records decoded in the DataLoader's workers; from the
-    `bad_from`-th one a worker reads, they are corrupt."""
-
-    def __init__(self, n, bad_from=None):
-        g = torch.Generator().manual_seed(7)
-        self.x = torch.randn(n, 16, generator=g)
-        self.bad_from = bad_from
-        self.read = 0
-
-    def __len__(self):
-        return len(self.x)
-
-    def __getitem__(self, i):
-        self.read += 1
-        raw = b"\xff\xfe" if self.bad_from is not None and self.read > self.bad_from else b"ok"
-        raw.decode("utf-8")  # a corrupt record fails here
-        return self.x[i], self.x[i].sum(dim=0, keepdim=True)
 
 
 def main():
