@@ -324,25 +324,21 @@ launch::Job scenarioJob(const SuiteOptions& o, const scenario::Scenario& s, cons
   return job;
 }
 
-// --keep: whether the cell in `report` is still the scenario's. It is when
-// the report is newer than the scenario file and than every file its
-// commands name (a word that is an existing file, relative ones to the
+// --keep: whether the cell of `stack` in `report` is still the scenario's.
+// It is when the report is newer than the scenario file and than every file
+// the command on that stack names (a word with a slash, relative ones to the
 // scenario's folder: the trainer script). A scenario or script edited since
 // runs again; what those files import is not looked at.
-bool keptCellCurrent(const scenario::Scenario& s, const std::string& report) {
+bool keptCellCurrent(const scenario::Scenario& s, const std::string& stack, const std::string& report) {
   std::error_code ec;
   const auto written = fs::last_write_time(report, ec);
   if (ec) return false;
   std::vector<std::string> files = {s.file};
   const fs::path here = fs::path(s.file).parent_path();
-  auto words = [&](const std::vector<std::string>& command) {
-    for (const std::string& w : command) {
-      if (w.empty() || w.find('/') == std::string::npos) continue;  // a program on PATH, a flag
-      files.push_back(fs::path(w).is_absolute() ? w : (here / w).string());
-    }
-  };
-  words(s.stack.command);
-  for (const auto& [launcher, command] : s.stack.command_on) words(command);
+  for (const std::string& w : s.stack.commandOn(stack.substr(0, stack.find('@')))) {
+    if (w.find('/') == std::string::npos) continue;  // a program on PATH, a flag
+    files.push_back(fs::path(w).is_absolute() ? w : (here / w).string());
+  }
   for (const std::string& f : files) {
     const auto t = fs::last_write_time(f, ec);
     if (!ec && t > written) return false;  // a file that is gone is not newer
@@ -387,7 +383,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     dirs.push_back(root + "/" + runDirName(selected[i]->name, o.run.stack));
     std::error_code ec;
     if (o.keep_runs && fs::exists(RunLayout(dirs.back()).reportPath(), ec) &&
-        keptCellCurrent(*selected[i], RunLayout(dirs.back()).reportPath())) {
+        keptCellCurrent(*selected[i], o.run.stack, RunLayout(dirs.back()).reportPath())) {
       kept.push_back(i);
       continue;
     }

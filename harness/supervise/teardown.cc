@@ -164,11 +164,15 @@ void Teardown::endStopped(const std::vector<pid_t>& live) {
   for (pid_t p : live) {
     const auto st = readStat(p);
     if (!st || st->state != 'T') continue;
-    sendSignal(p, SIGTERM);
+    // SIGKILL, not SIGTERM and SIGCONT: a continued rank with a SIGTERM
+    // handler of its own (a Ray worker, a trainer that checkpoints on
+    // preemption) went on training while its launcher stopped, and its
+    // peers' exits became the root cause. A killed one runs nothing more.
+    sendSignal(p, SIGKILL);
     ++stopped;
   }
   if (stopped > 0) {
-    ctx_.host.timeline(std::nullopt, "SIGTERM and SIGCONT to " + std::to_string(stopped) +
+    ctx_.host.timeline(std::nullopt, "SIGKILL to " + std::to_string(stopped) +
                                          " stopped process(es), which the launcher's stop cannot reach",
                        TimelineKind::kSignal);
   }

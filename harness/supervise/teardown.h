@@ -101,7 +101,8 @@ class Teardown {
   void requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1);
   // Ends every process of the run; returns when every one was gone.
   int64_t endProcesses(const Ending& ending, const std::vector<pid_t>& live);
-  // SIGTERM and SIGCONT to the stopped ones among live, beside a launcher's SIGTERM.
+  // SIGKILL to the stopped ones among live, beside a launcher's SIGTERM: a
+  // stopped process cannot take the launcher's stop, and runs no code again.
   void endStopped(const std::vector<pid_t>& live);
   // The proof: survivors, leaks, the workload manager's residue.
   void verify();

@@ -25,7 +25,7 @@ import torch.nn as nn
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")))
 import gloo_exit  # noqa: E402  torch 2.x's abort at exit; before any backward(), whose state it tracks
 from records import Records  # noqa: E402  encoded records, corrupt from one on (--bug worker)
 
