@@ -214,6 +214,14 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     st.cls = FailureClass::kTeardown;
     return st;
   }
+  // An exit code and nothing else, after the teardown began and after a
+  // peer had ended: the rank left because the teardown took its peer (a Ray
+  // worker whose collective lost its peer exits 1, its error kept by Ray,
+  // not printed). Not a failure of its own to outrank the trigger's.
+  if (!r.signal && r.exit_ns && teardown_ns && *r.exit_ns >= *teardown_ns && peers.before) {
+    st.cls = FailureClass::kTeardown;
+    return st;
+  }
   st.has_evidence = true;
   // SIGPIPE: the rank wrote to a socket or pipe whose reader was gone. In a
   // job where another rank failed otherwise, that reader was the failed

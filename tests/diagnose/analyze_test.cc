@@ -179,6 +179,35 @@ TEST(Analyze, HungCollectiveFromEventsWhenOnlyCollateral) {
   EXPECT_EQ(verdict(d, 0).role, RankRole::kCollateral);
 }
 
+// A Ray worker whose collective lost its peer (the stopped rank, killed by
+// the teardown) exits 1 with no error of its own in sight: Ray keeps it. A
+// bare exit after the teardown began, a peer gone before it, is the
+// teardown's doing, and the stopped rank the trigger named is the cause.
+TEST(Analyze, ABareExitAfterTheTeardownTookItsPeerIsNotTheRootCause) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.rank = 1;
+  rec.trigger.detail = "rank(s) 1 stopped (process state T: SIGSTOP, a freeze or a debugger)";
+  rec.teardown.started_ns = 1'000'000'010'000'000;
+  in.supervisor = rec;
+  RankInput& r1 = addRank(in, 1, std::nullopt, std::string("SIGKILL"), 1'000'000'010'100'000);
+  r1.killed_by_teardown = true;
+  r1.events = History(1).collective("allreduce", 0, 4).log();
+  RankInput& r0 = addRank(in, 0, 1, std::nullopt, 1'000'000'010'200'000);
+  r0.events = History(0).collective("allreduce", 0, 4).collective("allreduce", 1, 4, false).log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 1) << d.root_cause->summary;
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kRootCause);
+  EXPECT_NE(verdict(d, 0).role, RankRole::kRootCause);
+  // Before the teardown, the same bare exit is a failure of its own.
+  in.supervisor->teardown.started_ns = 1'000'000'010'300'000;
+  Diagnosis before = analyzeRun(in);
+  ASSERT_TRUE(before.root_cause);
+  EXPECT_EQ(before.root_cause->rank, 0) << before.root_cause->summary;
+}
+
 TEST(Analyze, ShutdownHang) {
   RunInput in;
   SupervisorRecord rec;
