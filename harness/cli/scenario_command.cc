@@ -325,10 +325,10 @@ launch::Job scenarioJob(const SuiteOptions& o, const scenario::Scenario& s, cons
 }
 
 // --keep: whether the cell of `stack` in `report` is still the scenario's.
-// It is when the report is newer than the scenario file and than every file
-// the command on that stack names (a word with a slash, relative ones to the
-// scenario's folder: the trainer script). A scenario or script edited since
-// runs again; what those files import is not looked at.
+// It is when the report exists and is newer than the scenario file and than
+// every file the command on that stack names (a word with a slash, relative
+// ones to the scenario's folder: the trainer script). A scenario or script
+// edited since runs again; what those files import is not looked at.
 bool keptCellCurrent(const scenario::Scenario& s, const std::string& stack, const std::string& report) {
   std::error_code ec;
   const auto written = fs::last_write_time(report, ec);
@@ -381,9 +381,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<size_t> kept;    // selected indices read from an earlier run
   for (size_t i = 0; i < selected.size(); ++i) {
     dirs.push_back(root + "/" + runDirName(selected[i]->name, o.run.stack));
-    std::error_code ec;
-    if (o.keep_runs && fs::exists(RunLayout(dirs.back()).reportPath(), ec) &&
-        keptCellCurrent(*selected[i], o.run.stack, RunLayout(dirs.back()).reportPath())) {
+    if (o.keep_runs && keptCellCurrent(*selected[i], o.run.stack, RunLayout(dirs.back()).reportPath())) {
       kept.push_back(i);
       continue;
     }

@@ -20,9 +20,9 @@ import ray.train
 import ray.train.torch
 import torch
 import torch.nn as nn
-from ray.train import FailureConfig, RunConfig, ScalingConfig
-from ray.train.torch import TorchTrainer
 from torch.utils.data import DataLoader
+
+from ray_ddp import fit  # the driver's TorchTrainer, beside this script
 
 PYTHON_DIR = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -63,15 +63,8 @@ def main():
     p.add_argument("--max-failures", type=int, default=0)
     args = p.parse_args()
 
-    run_dir = os.environ.get("FAULTLINE_RUN_DIR")
-    storage = os.path.join(run_dir, "trainer", "ray_results") if run_dir else os.path.abspath("ray_results")
-    trainer = TorchTrainer(
-        train_func,
-        train_loop_config={"steps": args.steps, "bug": args.bug, "bug_rank": args.bug_rank, "bug_batch": args.bug_batch},
-        scaling_config=ScalingConfig(num_workers=args.num_workers, use_gpu=False),
-        run_config=RunConfig(storage_path=storage, failure_config=FailureConfig(max_failures=args.max_failures)),
-    )
-    trainer.fit()
+    fit(train_func, {"steps": args.steps, "bug": args.bug, "bug_rank": args.bug_rank, "bug_batch": args.bug_batch},
+        args.num_workers, args.max_failures)
 
 
 if __name__ == "__main__":

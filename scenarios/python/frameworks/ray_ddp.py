@@ -97,6 +97,23 @@ def train_func(config):
     ray.train.report({"step": step, "loss": total.item() / world})
 
 
+def fit(train_loop, config, num_workers, max_failures, storage_path=""):
+    """TorchTrainer.fit() of `train_loop` on `num_workers` CPU workers, Ray
+    restarting the worker group up to `max_failures` times; its results under
+    `storage_path`, else $FAULTLINE_RUN_DIR/trainer/ray_results, else
+    ./ray_results. The drivers here (this one, ray_bugs.py) start so."""
+    if not storage_path:
+        run_dir = os.environ.get("FAULTLINE_RUN_DIR")
+        storage_path = os.path.join(run_dir, "trainer", "ray_results") if run_dir else os.path.abspath("ray_results")
+    trainer = TorchTrainer(
+        train_loop,
+        train_loop_config=config,
+        scaling_config=ScalingConfig(num_workers=num_workers, use_gpu=False),
+        run_config=RunConfig(storage_path=storage_path, failure_config=FailureConfig(max_failures=max_failures)),
+    )
+    return trainer.fit()
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--num-workers", type=int, default=2)
@@ -108,17 +125,8 @@ def main():
     p.add_argument("--storage-path", default="")
     args = p.parse_args()
 
-    storage = args.storage_path
-    if not storage:
-        run_dir = os.environ.get("FAULTLINE_RUN_DIR")
-        storage = os.path.join(run_dir, "trainer", "ray_results") if run_dir else os.path.abspath("ray_results")
-    trainer = TorchTrainer(
-        train_func,
-        train_loop_config={"steps": args.steps, "batch": args.batch, "step_ms": args.step_ms, "ckpt_every": args.ckpt_every},
-        scaling_config=ScalingConfig(num_workers=args.num_workers, use_gpu=False),
-        run_config=RunConfig(storage_path=storage, failure_config=FailureConfig(max_failures=args.max_failures)),
-    )
-    result = trainer.fit()
+    result = fit(train_func, {"steps": args.steps, "batch": args.batch, "step_ms": args.step_ms,
+                              "ckpt_every": args.ckpt_every}, args.num_workers, args.max_failures, args.storage_path)
     print("result: %s" % (result.metrics,), flush=True)
 
 
