@@ -177,12 +177,22 @@ Finding makeFinding(const NameKey& key, const std::vector<Value>& vs, const std:
                   withoutSuffix(name, "_epoch") + "', ..., sync_dist=True)` when logging on epoch level\")";
   else if (first.sync == false && sync_dist)
     f.evidence += "; self.log without sync_dist=True";
+  else if (first.sync == false && sinkOf(sink).fix == Fix::kSyncOnCompute)
+    f.evidence += "; a torchmetrics " + name + " with sync_on_compute=False";
   else if (first.sync == false)
     f.evidence += "; " + sinkText(sink) + " with sync_on_compute=False";
   if (monitored) f.evidence += "; a ModelCheckpoint or EarlyStopping monitors it, so each rank decides on its own value";
   if (!first.site.empty()) f.evidence += "; logged at " + first.site;
   f.metric = std::move(m);
   return f;
+}
+
+// The Metric's finding, for a value a TensorBoard or wandb write (or a print)
+// took from its compute(): judged by the name it was written as, and said so.
+void writtenAs(Finding& f, const NameKey& key, const Event& write) {
+  if (looksLikeEvaluation(key.second)) f.severity = "error";
+  f.evidence += "; rank " + std::to_string(write.rank) + " wrote its compute() through " + sinkText(key.first) +
+                " as '" + key.second + "'" + (write.site.empty() ? "" : " at " + write.site);
 }
 
 }  // namespace
@@ -193,7 +203,13 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
   std::vector<NameKey> order;  // names in the order first seen
   std::map<NameKey, std::set<int>> ranks_of;
   std::set<std::string> framework_names;
+  // A TensorBoard or wandb write (or a print) of the value a torchmetrics
+  // Metric's compute() just returned on that rank is the Metric's: its
+  // finding, with sync_on_compute as the fix, is the one.
+  std::map<NameKey, const Event*> written_as;  // the Metric's name -> the write
+  std::set<NameKey> metric_writes;
   for (const auto& [r, ri] : in.ranks) {
+    const Event* computed = nullptr;  // this rank's last torchmetrics compute()
     for (const Event& e : ri.events.events) {
       if (e.ev != "metric_log" || !e.value || e.sink.empty() || e.n < 1) continue;
       NameKey key{e.sink, e.name};
@@ -201,6 +217,12 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
       ranks_of[key].insert(r);
       values[{e.sink, e.name, e.n}].push_back({r, &e});
       if (isFramework(e.sink)) framework_names.insert(e.name);
+      if (sinkOf(e.sink).fix == Fix::kSyncOnCompute) {
+        computed = &e;
+      } else if (!isFramework(e.sink) && computed && agree(*e.value, *computed->value)) {
+        written_as.emplace(NameKey{computed->sink, computed->name}, &e);
+        metric_writes.insert(key);
+      }
     }
   }
   std::vector<Finding> out;
@@ -209,6 +231,12 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
     if (namesOneRank(name) || measuresTheMachine(name)) continue;
     // A TensorBoard or wandb write (or a print) of a name a framework logged is the framework's.
     if (!isFramework(sink) && sinkOf(sink).fix != Fix::kSyncOnCompute && framework_names.count(name)) continue;
+    if (metric_writes.count(key)) continue;
+    const auto written = written_as.find(key);
+    auto judged = [&](Finding f) {
+      if (written != written_as.end()) writtenAs(f, {written->second->sink, written->second->name}, *written->second);
+      out.push_back(std::move(f));
+    };
     const bool alone = ranks_of[key].size() == 1;
     for (auto it = values.lower_bound({sink, name, 1}); it != values.end(); ++it) {
       if (std::get<0>(it->first) != sink || std::get<1>(it->first) != name) break;
@@ -216,11 +244,11 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
       if (!alone && vs.size() >= 2) {
         const double ref = *vs.front().e->value;
         if (std::all_of(vs.begin(), vs.end(), [&](const Value& v) { return agree(*v.e->value, ref); })) continue;
-        out.push_back(makeFinding(key, vs, "differs_across_ranks"));
+        judged(makeFinding(key, vs, "differs_across_ranks"));
         break;
       }
       if (alone && vs.front().e->collective == false && vs.front().e->shard == true) {
-        out.push_back(makeFinding(key, vs, "no_collective"));
+        judged(makeFinding(key, vs, "no_collective"));
         break;
       }
     }

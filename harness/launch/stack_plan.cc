@@ -232,8 +232,8 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.unsupported = std::string("restarts: ") + launcher->traits().no_restarts;
     return plan;
   }
-  if (s.stack.rendezvous != "static" && !launcher->traits().picks_rendezvous) {
-    plan.unsupported = "rendezvous " + s.stack.rendezvous + ": only torchrun and torch.distributed.launch are given one";
+  if (s.stack.rendezvous != "static" && launcher->traits().fixed_rendezvous) {
+    plan.unsupported = "rendezvous " + s.stack.rendezvous + ": " + launcher->traits().fixed_rendezvous;
     return plan;
   }
   // A scenario written for one node, on a stack that spans nodes, runs spread

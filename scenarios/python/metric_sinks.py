@@ -14,6 +14,14 @@ write the accuracy where people write it (--sink):
   rank0_full    rank 0 alone evaluates the whole validation set (a plain
                 DataLoader, no sampler) and logs it: the job's accuracy, no
                 collective needed
+  torchmetrics  a torchmetrics MulticlassAccuracy, updated per batch on every
+                rank; compute() gathers every rank's state (its default
+                sync_on_compute=True), and rank 0 logs the job's accuracy
+  torchmetrics_local
+                the same Metric built with sync_on_compute=False: compute()
+                is each rank's own shard's, and rank 0 logs its own
+  rank_local    each rank logs its own shard's accuracy on purpose, under its
+                own name (val/acc_rank1) in a writer of its own
 
 Run as `torchrun --nproc_per_node 2 metric_sinks.py --sink tensorboard
 --sync none` (or any launcher that sets RANK and WORLD_SIZE); CPU, Gloo.
@@ -41,8 +49,22 @@ def dataset(n, seed):
     return TensorDataset(x, y)
 
 
-def evaluate(model, val, sync):
+def accuracy_metric(sync):
+    import torchmetrics
+
+    return torchmetrics.classification.MulticlassAccuracy(num_classes=2, sync_on_compute=(sync == "torchmetrics"))
+
+
+def evaluate(model, val, sync, metric=None):
     model.eval()
+    if metric is not None:
+        with torch.no_grad():
+            for xb, yb in val:
+                metric.update(model(xb).argmax(dim=1), yb)
+        acc = metric.compute().item()  # every rank: with sync_on_compute, a collective
+        metric.reset()
+        model.train()
+        return acc
     correct = torch.zeros(())
     total = torch.zeros(())
     with torch.no_grad():
@@ -89,7 +111,8 @@ class Sink:
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--sink", default="tensorboard", choices=["tensorboard", "wandb"])
-    p.add_argument("--sync", default="none", choices=["none", "all_reduce", "rank0_full"])
+    p.add_argument("--sync", default="none",
+                   choices=["none", "all_reduce", "rank0_full", "torchmetrics", "torchmetrics_local", "rank_local"])
     p.add_argument("--epochs", type=int, default=2)
     args = p.parse_args()
 
@@ -105,8 +128,11 @@ def main():
         val = DataLoader(val_set, batch_size=8)  # every sample, on the one rank that evaluates
     else:
         val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
+    metric = accuracy_metric(args.sync) if args.sync.startswith("torchmetrics") else None
+    rank_local = args.sync == "rank_local"
+    name = "val/acc_rank%d" % rank if rank_local else "val/acc"
     with tempfile.TemporaryDirectory() as logs:
-        sink = Sink(args.sink, logs) if rank == 0 else None
+        sink = Sink(args.sink, os.path.join(logs, "rank%d" % rank)) if rank == 0 or rank_local else None
         for epoch in range(args.epochs):
             train_sampler.set_epoch(epoch)
             for i, (xb, yb) in enumerate(train):
@@ -118,10 +144,10 @@ def main():
             if args.sync == "rank0_full":
                 acc = evaluate(model.module, val, args.sync) if rank == 0 else None
             else:
-                acc = evaluate(model, val, args.sync)
-            if rank == 0:
-                sink.log("val/acc", acc, epoch)
-                print("epoch %d: val/acc %.4f" % (epoch, acc), flush=True)
+                acc = evaluate(model, val, args.sync, metric)
+            if sink is not None:
+                sink.log(name, acc, epoch)
+                print("epoch %d: %s %.4f" % (epoch, name, acc), flush=True)
         if sink is not None:
             sink.close()
     gloo_exit.settle(model)

@@ -123,6 +123,31 @@ TEST(LoggedMetrics, ATensorBoardWriteOfAFrameworksValueIsTheFrameworks) {
   EXPECT_NE(f[0].fix.find("gather_for_metrics"), std::string::npos);
 }
 
+TEST(LoggedMetrics, ATensorBoardWriteOfAMetricsComputeIsTheMetrics) {
+  // A plain loop: every rank computes a MulticlassAccuracy(sync_on_compute=False),
+  // and rank 0 writes its own .item() to TensorBoard as val/acc.
+  const std::string tm0 = R"("sink":"torchmetrics","name":"MulticlassAccuracy","n":1,"value":0.5,"sync":false)";
+  const std::string tm1 = R"("sink":"torchmetrics","name":"MulticlassAccuracy","n":1,"value":0.7,"sync":false)";
+  const std::string tb =
+      R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.5,"step":0,"collective":false,"shard":true,"site":"train.py:98")";
+  auto f = findUnsyncedLoggedMetrics(runOf({{tm0, tb}, {tm1}}));
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].metric->sink, "torchmetrics");
+  EXPECT_EQ(f[0].metric->name, "MulticlassAccuracy");
+  EXPECT_EQ(f[0].severity, "error");  // written as a validation metric
+  EXPECT_NE(f[0].fix.find("sync_on_compute=True"), std::string::npos) << f[0].fix;
+  EXPECT_NE(f[0].evidence.find("a torchmetrics MulticlassAccuracy with sync_on_compute=False"), std::string::npos);
+  EXPECT_NE(f[0].evidence.find("rank 0 wrote its compute() through SummaryWriter.add_scalar as 'val/acc' at train.py:98"),
+            std::string::npos)
+      << f[0].evidence;
+  // A write of another value stays its own.
+  const std::string other =
+      R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"step":0,"collective":false,"shard":true)";
+  auto g = findUnsyncedLoggedMetrics(runOf({{tm0, other}, {tm1}}));
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].metric->sink, "tensorboard");
+}
+
 TEST(LoggedMetrics, OneRankIsTheWholeJob) {
   const std::string tb = R"("sink":"tensorboard","name":"val/acc","n":1,"value":0.6,"collective":false,"shard":true)";
   EXPECT_TRUE(findUnsyncedLoggedMetrics(runOf({{tb}})).empty());

@@ -20,12 +20,12 @@ inline Tools twoTorches() {
   return t;
 }
 
-// A directory holding the launch stage's scripts (an empty spawn_runner.py:
-// planning only checks that it is there).
+// A directory holding the launch stage's scripts (empty runners: planning
+// only checks that they are there).
 inline std::string launchScriptsDir() {
   const std::string dir = testing::TempDir() + "launch_scripts";
   std::filesystem::create_directories(dir);
-  std::ofstream(dir + "/spawn_runner.py") << "";
+  for (const char* runner : {"/spawn_runner.py", "/ray_runner.py"}) std::ofstream(dir + runner) << "";
   return dir;
 }
 

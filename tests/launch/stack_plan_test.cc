@@ -164,6 +164,32 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
             "a scenario of several nodes, on a one-node stack");
 }
 
+TEST(StackPlan, ARendezvousBackendConcernsOnlyTheStacksThatRunTorchsAgent) {
+  Tools tools = twoTorches();
+  TorchInstall fw = tools.torches[0];
+  fw.python = "/opt/fw/bin/python";
+  fw.frameworks = {{"accelerate", "1.16.0"}, {"ray", "2.60.0"}};
+  tools.torches.insert(tools.torches.begin() + 1, fw);
+  tools.launch_scripts_dir = launchScriptsDir();
+  const auto c10d = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
+                          "stacks = [\"torchrun\", \"accelerate\", \"ray\", \"torchrun-multinode\"]\nworld_size = 2\n"
+                          "rendezvous = \"c10d\"\n[stack.command_on]\nray = [\"python3\", \"ray_ddp.py\"]");
+  // torchrun's agent is given it.
+  const auto tr = planStack(c10d, "torchrun", tools, "/out", 29560, "/sc");
+  ASSERT_FALSE(tr.unsupported) << *tr.unsupported;
+  EXPECT_NE(std::find(tr.launch.command.begin(), tr.launch.command.end(), "--rdzv_backend=c10d"), tr.launch.command.end());
+  // Ray runs no torchelastic agent: nothing to pick, the scenario runs.
+  const auto ray = planStack(c10d, "ray", tools, "/out", 29561, "/sc");
+  ASSERT_FALSE(ray.unsupported) << *ray.unsupported;
+  EXPECT_EQ(std::count(ray.launch.command.begin(), ray.launch.command.end(), "--rdzv_backend=c10d"), 0);
+  // accelerate launch and the multi-node stack run an agent they do not give it to: why, in words.
+  EXPECT_EQ(planStack(c10d, "accelerate", tools, "/out", 29562, "/sc").unsupported,
+            "rendezvous c10d: accelerate launch gives a one-machine job's agent no rendezvous endpoint (torch's default "
+            "port 29400 for all)");
+  EXPECT_EQ(planStack(c10d, "torchrun-multinode", tools, "/out", 29563, "/sc").unsupported,
+            "rendezvous c10d: each node's agent meets the others at a static rendezvous on node n1");
+}
+
 TEST(StackPlan, ReferenceTrainerIsTheOneBuiltForTheStacksTorch) {
   const auto s = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]");
   EXPECT_EQ(planStack(s, "builtin", twoTorches(), "/out", 1, "/sc").launch.command.front(), "/b/faultline-trainer-torch2.13");
