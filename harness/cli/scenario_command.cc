@@ -328,11 +328,14 @@ launch::Job scenarioJob(const SuiteOptions& o, const scenario::Scenario& s, cons
 // It is when the report exists and is newer than the scenario file and than
 // every file the command on that stack names (a word with a slash, relative
 // ones to the scenario's folder: the trainer script). A scenario or script
-// edited since runs again; what those files import is not looked at.
+// edited since runs again; what those files import is not looked at. An
+// `unsupported` cell is planned again, which costs nothing: its reason is
+// this faultline's, and the machine may have gained what it lacked.
 bool keptCellCurrent(const scenario::Scenario& s, const std::string& stack, const std::string& report) {
   std::error_code ec;
   const auto written = fs::last_write_time(report, ec);
   if (ec) return false;
+  if (auto r = readReport(report); !r || r->verdict == Verdict::kUnsupported) return false;
   std::vector<std::string> files = {s.file};
   const fs::path here = fs::path(s.file).parent_path();
   for (const std::string& w : s.stack.commandOn(stack.substr(0, stack.find('@')))) {
