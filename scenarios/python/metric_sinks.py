@@ -108,33 +108,19 @@ class Sink:
             self.run.finish()
 
 
-def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--sink", default="tensorboard", choices=["tensorboard", "wandb"])
-    p.add_argument("--sync", default="none",
-                   choices=["none", "all_reduce", "rank0_full", "torchmetrics", "torchmetrics_local", "rank_local"])
-    p.add_argument("--epochs", type=int, default=2)
-    args = p.parse_args()
-
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = DDP(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    train_set, val_set = dataset(256, 1), dataset(96, 2)
-    train_sampler = DistributedSampler(train_set)
-    train = DataLoader(train_set, batch_size=8, sampler=train_sampler)
-    if args.sync == "rank0_full":
-        val = DataLoader(val_set, batch_size=8)  # every sample, on the one rank that evaluates
-    else:
-        val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
+def train_and_log(model, opt, train, val, rank, args):
+    """args.epochs of 4 steps each, then evaluate and log as --sink and
+    --sync say: `model` the DDP-wrapped one, `train` and `val` their loaders
+    (each rank's shard, but for rank0_full's whole validation set)."""
     metric = accuracy_metric(args.sync) if args.sync.startswith("torchmetrics") else None
     rank_local = args.sync == "rank_local"
     name = "val/acc_rank%d" % rank if rank_local else "val/acc"
+    acc = None
     with tempfile.TemporaryDirectory() as logs:
         sink = Sink(args.sink, os.path.join(logs, "rank%d" % rank)) if rank == 0 or rank_local else None
         for epoch in range(args.epochs):
-            train_sampler.set_epoch(epoch)
+            if hasattr(train.sampler, "set_epoch"):
+                train.sampler.set_epoch(epoch)
             for i, (xb, yb) in enumerate(train):
                 if i == 4:
                     break
@@ -150,6 +136,32 @@ def main():
                 print("epoch %d: %s %.4f" % (epoch, name, acc), flush=True)
         if sink is not None:
             sink.close()
+    return acc
+
+
+def parser():
+    p = argparse.ArgumentParser()
+    p.add_argument("--sink", default="tensorboard", choices=["tensorboard", "wandb"])
+    p.add_argument("--sync", default="none",
+                   choices=["none", "all_reduce", "rank0_full", "torchmetrics", "torchmetrics_local", "rank_local"])
+    p.add_argument("--epochs", type=int, default=2)
+    return p
+
+
+def main():
+    args = parser().parse_args()
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 2)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    train_set, val_set = dataset(256, 1), dataset(96, 2)
+    train = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set))
+    if args.sync == "rank0_full":
+        val = DataLoader(val_set, batch_size=8)  # every sample, on the one rank that evaluates
+    else:
+        val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
+    train_and_log(model, opt, train, val, rank, args)
     gloo_exit.settle(model)
     dist.destroy_process_group()
 
