@@ -23,7 +23,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
        "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none"},
       // accelerate launch and deepspeed run any script (and a program, --no_python).
       {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr,
-       "accelerate launch gives a one-machine job's agent no rendezvous endpoint (torch's default port 29400 for all)"},
+       "accelerate launch gives a one-machine job's agent no endpoint, and every run would share torch's default port 29400"},
       {"deepspeed",          true, true,  true,  false, false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
       {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr, nullptr,
        "Ray Train runs a training function in its worker actors; a torch.distributed script is none"},

@@ -4,7 +4,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +19,17 @@ inline Tools twoTorches() {
   Tools t;
   t.torches.push_back({"/opt/t2/bin/python", "2.13.0+cpu", "2.13", "/opt/t2/bin/torchrun", "/b/faultline-trainer-torch2.13", true, ""});
   t.torches.push_back({"/usr/bin/python3", "1.13.0a0", "1.13", "/usr/bin/torchrun", "/b/faultline-trainer-torch1.13", true, ""});
+  return t;
+}
+
+// twoTorches, and beside them a venv of the newest torch with these
+// frameworks (distribution -> version), as ci/deps installs them.
+inline Tools withFrameworks(std::map<std::string, std::string> frameworks) {
+  Tools t = twoTorches();
+  TorchInstall fw = t.torches[0];
+  fw.python = "/opt/fw/bin/python";
+  fw.frameworks = std::move(frameworks);
+  t.torches.insert(t.torches.begin() + 1, fw);
   return t;
 }
 

@@ -72,11 +72,7 @@ TEST(StackPlan, BareNameTakesTheNewestTorchAndAVersionPicksItsOwn) {
 }
 
 TEST(StackPlan, AFrameworksStackRunsWhereItIsInstalledNamedByItsOwnVersion) {
-  Tools tools = twoTorches();
-  TorchInstall fw = tools.torches[0];
-  fw.python = "/opt/fw/bin/python";
-  fw.frameworks = {{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}};
-  tools.torches.insert(tools.torches.begin() + 1, fw);
+  Tools tools = withFrameworks({{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}});
   const auto s = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
                        "stacks = [\"torchrun\", \"lightning\", \"accelerate\"]\nworld_size = 3\n"
                        "[stack.command_on]\nlightning = [\"python3\", \"lit.py\"]\naccelerate = [\"python3\", \"acc.py\"]");
@@ -106,11 +102,7 @@ TEST(StackPlan, AFrameworksStackRunsWhereItIsInstalledNamedByItsOwnVersion) {
 // trainer as a program; Lightning and Ray Train run only a script written
 // for them, and say so.
 TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
-  Tools tools = twoTorches();
-  TorchInstall fw = tools.torches[0];
-  fw.python = "/opt/fw/bin/python";
-  fw.frameworks = {{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}, {"deepspeed", "0.19.8"}, {"ray", "2.60.0"}};
-  tools.torches.insert(tools.torches.begin() + 1, fw);
+  Tools tools = withFrameworks({{"lightning", "2.6.6"}, {"accelerate", "1.16.0"}, {"deepspeed", "0.19.8"}, {"ray", "2.60.0"}});
   const std::string all = "stacks = [\"torchrun\", \"accelerate\", \"deepspeed\"]\nworld_size = 2\n";
   const auto plain = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
                            "args = [\"--steps\", \"4\"]\nmax_restarts = 1\n" + all);
@@ -165,11 +157,7 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
 }
 
 TEST(StackPlan, ARendezvousBackendConcernsOnlyTheStacksThatRunTorchsAgent) {
-  Tools tools = twoTorches();
-  TorchInstall fw = tools.torches[0];
-  fw.python = "/opt/fw/bin/python";
-  fw.frameworks = {{"accelerate", "1.16.0"}, {"ray", "2.60.0"}};
-  tools.torches.insert(tools.torches.begin() + 1, fw);
+  Tools tools = withFrameworks({{"accelerate", "1.16.0"}, {"ray", "2.60.0"}});
   tools.launch_scripts_dir = launchScriptsDir();
   const auto c10d = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
                           "stacks = [\"torchrun\", \"accelerate\", \"ray\", \"torchrun-multinode\"]\nworld_size = 2\n"
@@ -184,8 +172,8 @@ TEST(StackPlan, ARendezvousBackendConcernsOnlyTheStacksThatRunTorchsAgent) {
   EXPECT_EQ(std::count(ray.launch.command.begin(), ray.launch.command.end(), "--rdzv_backend=c10d"), 0);
   // accelerate launch and the multi-node stack run an agent they do not give it to: why, in words.
   EXPECT_EQ(planStack(c10d, "accelerate", tools, "/out", 29562, "/sc").unsupported,
-            "rendezvous c10d: accelerate launch gives a one-machine job's agent no rendezvous endpoint (torch's default "
-            "port 29400 for all)");
+            "rendezvous c10d: accelerate launch gives a one-machine job's agent no endpoint, and every run would "
+            "share torch's default port 29400");
   EXPECT_EQ(planStack(c10d, "torchrun-multinode", tools, "/out", 29563, "/sc").unsupported,
             "rendezvous c10d: each node's agent meets the others at a static rendezvous on node n1");
 }
