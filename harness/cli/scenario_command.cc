@@ -324,18 +324,20 @@ launch::Job scenarioJob(const SuiteOptions& o, const scenario::Scenario& s, cons
   return job;
 }
 
-// --keep: whether the cell of `stack` in `report` is still the scenario's.
-// It is when the report exists and is newer than the scenario file and than
+// --keep: the cell of `stack` in `report`, read, if it is still the
+// scenario's; nullopt if it must run. It is when the report exists and is
+// newer than the scenario file and than
 // every file the command on that stack names (a word with a slash, relative
 // ones to the scenario's folder: the trainer script). A scenario or script
 // edited since runs again; what those files import is not looked at. An
 // `unsupported` cell is planned again, which costs nothing: its reason is
 // this faultline's, and the machine may have gained what it lacked.
-bool keptCellCurrent(const scenario::Scenario& s, const std::string& stack, const std::string& report) {
+std::optional<Report> keptCell(const scenario::Scenario& s, const std::string& stack, const std::string& report) {
   std::error_code ec;
   const auto written = fs::last_write_time(report, ec);
-  if (ec) return false;
-  if (auto r = readReport(report); !r || r->verdict == Verdict::kUnsupported) return false;
+  if (ec) return std::nullopt;
+  auto r = readReport(report);
+  if (!r || r->verdict == Verdict::kUnsupported) return std::nullopt;
   std::vector<std::string> files = {s.file};
   const fs::path here = fs::path(s.file).parent_path();
   for (const std::string& w : s.stack.commandOn(stack.substr(0, stack.find('@')))) {
@@ -344,9 +346,9 @@ bool keptCellCurrent(const scenario::Scenario& s, const std::string& stack, cons
   }
   for (const std::string& f : files) {
     const auto t = fs::last_write_time(f, ec);
-    if (!ec && t > written) return false;  // a file that is gone is not newer
+    if (!ec && t > written) return std::nullopt;  // a file that is gone is not newer
   }
-  return true;
+  return std::move(*r);
 }
 
 }  // namespace
@@ -381,11 +383,11 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   std::vector<launch::Job> pool;
   std::vector<std::string> dirs;
   std::vector<size_t> job_of;  // pool index -> selected index
-  std::vector<size_t> kept;    // selected indices read from an earlier run
+  std::vector<std::pair<size_t, Report>> kept;  // selected indices read from an earlier run
   for (size_t i = 0; i < selected.size(); ++i) {
     dirs.push_back(root + "/" + runDirName(selected[i]->name, o.run.stack));
-    if (o.keep_runs && keptCellCurrent(*selected[i], o.run.stack, RunLayout(dirs.back()).reportPath())) {
-      kept.push_back(i);
+    if (auto r = o.keep_runs ? keptCell(*selected[i], o.run.stack, RunLayout(dirs.back()).reportPath()) : std::nullopt) {
+      kept.emplace_back(i, std::move(*r));
       continue;
     }
     job_of.push_back(i);
@@ -417,13 +419,14 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
   };
   bool start_failed = false;
   // A scenario's entry from its run directory, after its run or from an earlier one.
-  const auto record = [&](size_t i, std::optional<int64_t> wall_ms) {
+  // A kept cell's report comes read already; a run's is read from its directory.
+  const auto record = [&](size_t i, std::optional<int64_t> wall_ms, std::optional<Report> read = std::nullopt) {
     const scenario::Scenario& s = *selected[i];
     reports::SuiteEntry entry;
     entry.name = s.name;
     entry.tags = s.tags;
     entry.run_dir = fs::path(dirs[i]).filename().string();
-    auto r = readReport(RunLayout(dirs[i]).reportPath());
+    auto r = read ? Result<Report>(std::move(*read)) : readReport(RunLayout(dirs[i]).reportPath());
     if (r) {
       entry.report = std::move(*r);
     } else {
@@ -447,7 +450,7 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     }
     record(i, outcome.wall_ms);
   };
-  for (size_t i : kept) record(i, std::nullopt);
+  for (auto& [i, report] : kept) record(i, std::nullopt, std::move(report));
   launch::runJobs(pool, jobs, events);
   if (start_failed) return 3;
   for (const auto& bad : catalog->bad) {

@@ -189,10 +189,10 @@ Finding makeFinding(const NameKey& key, const std::vector<Value>& vs, const std:
 
 // The Metric's finding, for a value a TensorBoard or wandb write (or a print)
 // took from its compute(): judged by the name it was written as, and said so.
-void writtenAs(Finding& f, const NameKey& key, const Event& write) {
-  if (looksLikeEvaluation(key.second)) f.severity = "error";
-  f.evidence += "; rank " + std::to_string(write.rank) + " wrote its compute() through " + sinkText(key.first) +
-                " as '" + key.second + "'" + (write.site.empty() ? "" : " at " + write.site);
+void writtenAs(Finding& f, const Event& write) {
+  if (looksLikeEvaluation(write.name)) f.severity = "error";
+  f.evidence += "; rank " + std::to_string(write.rank) + " wrote its compute() through " + sinkText(write.sink) +
+                " as '" + write.name + "'" + (write.site.empty() ? "" : " at " + write.site);
 }
 
 }  // namespace
@@ -234,7 +234,7 @@ std::vector<Finding> findUnsyncedLoggedMetrics(const RunInput& in) {
     if (metric_writes.count(key)) continue;
     const auto written = written_as.find(key);
     auto judged = [&](Finding f) {
-      if (written != written_as.end()) writtenAs(f, {written->second->sink, written->second->name}, *written->second);
+      if (written != written_as.end()) writtenAs(f, *written->second);
       out.push_back(std::move(f));
     };
     const bool alone = ranks_of[key].size() == 1;
