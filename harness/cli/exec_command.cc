@@ -31,8 +31,9 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     so.launch.launcher = "builtin";
   } else if (chosen && (chosen->traits().is_the_command || chosen->traits().framework)) {
     so.launch.launcher = chosen->name();
-    if (opts.nproc) {
-      err << "faultline exec: --nproc applies to the builtin launcher only\n";
+    if (opts.nproc || opts.max_restarts) {
+      err << "faultline exec: " << (opts.nproc ? "--nproc" : "--max-restarts")
+          << " applies to the builtin launcher only (another launcher restarts as its own command line says)\n";
       return 2;
     }
   } else {
@@ -40,6 +41,11 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     return 2;
   }
   so.launch.nproc = opts.nproc.value_or(1);
+  so.max_restarts = opts.max_restarts;
+  if (opts.max_restarts < 0 || opts.max_restarts > 100) {
+    err << "faultline exec: --max-restarts must be 0..100, got " << opts.max_restarts << "\n";
+    return 2;
+  }
   so.launch.command = opts.command;
   so.launch.instruments = opts.instruments;
   so.out_dir = launch::absolutePath(opts.out_dir);

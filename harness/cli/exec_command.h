@@ -13,6 +13,9 @@ namespace faultline::cli {
 
 struct ExecOptions {
   std::optional<int> nproc;
+  // --max-restarts N (builtin): a failed rank ends the attempt and every rank
+  // starts again, up to N times, as under torchrun --max-restarts.
+  int max_restarts = 0;
   std::string launcher;  // "" = builtin (CONTRACT.md: builtin is the default with --nproc)
   // The fixed hang timeout, the upper bound of the adaptive detection: 5
   // minutes with no progress, where Gloo's own default waits 30 and NCCL's

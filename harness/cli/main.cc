@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
   int nproc = 0;
   auto* exec_cmd = app.add_subcommand("exec", "observe and diagnose any command");
   auto* nproc_opt = exec_cmd->add_option("--nproc", nproc, "ranks to start (builtin launcher)");
+  exec_cmd->add_option(
+      "--max-restarts", exec.max_restarts,
+      "builtin: restart every rank after a failure, up to N times, as torchrun --max-restarts does (default 0)");
   exec_cmd->add_option("--launcher", exec.launcher, "builtin | external | lightning | accelerate | deepspeed | ray (all but builtin: COMMAND is the launcher process)");
   exec_cmd->add_option("--hang-timeout", exec.hang_timeout_s,
                        "seconds without progress that make a hang, the adaptive detection's upper bound (default 300; 0: off)");

@@ -382,6 +382,22 @@ void splitEventsByAttempt(RunInput& in, int r) {
   }
 }
 
+// The files of a rank's restarts by faultline's own launcher: its
+// OUT/ranks/R/attempt_K directories (the events are in the rank's one file).
+void addRestartedRankFiles(RunInput& in, const RunLayout& layout, int r) {
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(layout.rankDir(r), ec)) {
+    const std::string name = d.path().filename().string();
+    if (!d.is_directory(ec) || !startsWith(name, "attempt_")) continue;
+    const auto k = parseRankDir(name.substr(8));
+    if (!k || *k < 1 || layout.rankAttemptDir(r, *k) != d.path().string()) continue;
+    RankInput& ri = rankAt(in, r, *k);
+    addLog(ri, layout.rankStderr(r, *k), true);
+    addLog(ri, layout.rankStdout(r, *k), false);
+    addErrorFile(ri, layout.rankErrorFile(r, *k));
+  }
+}
+
 // Exit facts: the supervisor's record (its ranks, the exits it attributed,
 // what its teardown signalled, the launcher), else only what the files say.
 void readSupervisorFacts(RunInput& in, const RunLayout& layout) {
@@ -471,6 +487,7 @@ void readRankDirs(RunInput& in, const RunLayout& layout) {
       ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
       splitEventsByAttempt(in, *r);
+      addRestartedRankFiles(in, layout, *r);
     }
   }
 }

@@ -1,4 +1,5 @@
-// The builtin launcher: N ranks with the torchrun environment, no pipes.
+// The builtin launcher: N ranks with the torchrun environment, no pipes; an
+// attempt of them at a time, where the run restarts (watch_loop.cc).
 #include "harness/launch/builtin_launcher.h"
 
 #include <optional>
@@ -32,6 +33,9 @@ Result<Started> BuiltinLauncher::start(const LaunchOptions& opts, const RunLayou
   auto exe = resolveExecutable(opts.command[0], base.count("PATH") ? base.at("PATH") : "/usr/bin:/bin");
   if (!exe) return tl::unexpected(exe.error());
   if (auto r = createRunDirs(layout, opts.nproc); !r) return tl::unexpected(r.error());
+  for (int rank = 0; rank < opts.nproc && opts.attempt > 0; ++rank) {
+    if (auto r = makeDirs(layout.rankAttemptDir(rank, opts.attempt)); !r) return tl::unexpected(r.error());
+  }
   auto port = findFreePort();
   if (!port) return tl::unexpected(port.error());
 
@@ -42,10 +46,11 @@ Result<Started> BuiltinLauncher::start(const LaunchOptions& opts, const RunLayou
     SpawnSpec spec;
     spec.executable = *exe;
     spec.argv = opts.command;
-    spec.env = toEnvStrings(rankEnvironment(base, layout, {rank, opts.nproc, *port, opts.run_id}));
+    spec.env = toEnvStrings(
+        rankEnvironment(base, layout, {rank, opts.nproc, *port, opts.run_id, opts.attempt, opts.max_restarts}));
     applyEnv(spec.env, opts.env);
-    spec.stdout_path = layout.rankStdout(rank);
-    spec.stderr_path = layout.rankStderr(rank);
+    spec.stdout_path = layout.rankStdout(rank, opts.attempt);
+    spec.stderr_path = layout.rankStderr(rank, opts.attempt);
     const int64_t t = realtimeNs();
     auto p = startSpawn(spec, placement);
     if (!p) {

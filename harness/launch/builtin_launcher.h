@@ -1,6 +1,8 @@
 // The builtin launcher: faultline starts N ranks itself, with torchrun's
 // worker environment (CONTRACT.md section 2.1), each rank's output straight
-// into OUT/ranks/R/ (no pipes).
+// into OUT/ranks/R/ (no pipes). A run that may restart ([stack]
+// max_restarts) is restarted by the supervisor, as torchelastic's agent
+// restarts torchrun's: start() starts one attempt (LaunchOptions::attempt).
 #pragma once
 
 #include "harness/launch/launcher.h"

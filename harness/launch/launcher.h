@@ -34,6 +34,11 @@ struct LaunchOptions {
   std::string launcher = "builtin";  // a Launcher's name (launcherNamed)
   std::vector<std::string> command;  // COMMAND [ARGS...]: the trainer (builtin) or the launcher's own command line
   int nproc = 1;                     // builtin only
+  // builtin only: the attempt start() starts (0: the first; k: the k-th
+  // restart, its output in OUT/ranks/R/attempt_K) and how many restarts the
+  // run may make, the ranks' TORCHELASTIC_RESTART_COUNT and _MAX_RESTARTS.
+  int attempt = 0;
+  int max_restarts = 0;
   std::string run_id;                // unique per run, exported as FAULTLINE_RUN_ID
   Instruments instruments;           // in every rank's (builtin) or the launcher's (external) environment
   // Extra environment for every process of the run: each rank (builtin), or

@@ -72,10 +72,10 @@ Environment rankEnvironment(const Environment& base, const RunLayout& layout, co
   env["ROLE_WORLD_SIZE"] = std::to_string(p.world_size);
   env["MASTER_ADDR"] = "127.0.0.1";
   env["MASTER_PORT"] = std::to_string(p.master_port);
-  env["TORCHELASTIC_ERROR_FILE"] = layout.rankErrorFile(p.rank);
+  env["TORCHELASTIC_ERROR_FILE"] = layout.rankErrorFile(p.rank, p.restart_count);
   env["TORCHELASTIC_RUN_ID"] = p.run_id;
-  env["TORCHELASTIC_RESTART_COUNT"] = "0";
-  env["TORCHELASTIC_MAX_RESTARTS"] = "0";
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(p.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(p.max_restarts);
   // No agent hosts a store here: rank 0's TCPStore is the store. torch 2.x
   // reads "True" as "connect to the agent's store as a client" and would wait
   // for a server nobody starts.

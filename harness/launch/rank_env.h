@@ -28,13 +28,16 @@ struct RankEnvParams {
   int world_size = 1;
   int master_port = 0;
   std::string run_id;
+  int restart_count = 0;  // the attempt: TORCHELASTIC_RESTART_COUNT
+  int max_restarts = 0;   // TORCHELASTIC_MAX_RESTARTS
 };
 
 // base + torchrun 2.x's whole worker environment (RANK, LOCAL_RANK, WORLD_SIZE,
 // LOCAL_WORLD_SIZE, GROUP_RANK=0, GROUP_WORLD_SIZE=1, ROLE_NAME=default,
 // ROLE_RANK, ROLE_WORLD_SIZE, MASTER_ADDR=127.0.0.1, MASTER_PORT,
-// TORCHELASTIC_ERROR_FILE, TORCHELASTIC_RUN_ID (the run id),
-// TORCHELASTIC_RESTART_COUNT=0, TORCHELASTIC_MAX_RESTARTS=0,
+// TORCHELASTIC_ERROR_FILE (the attempt's), TORCHELASTIC_RUN_ID (the run id),
+// TORCHELASTIC_RESTART_COUNT and TORCHELASTIC_MAX_RESTARTS (p's: 0 and 0
+// unless the launcher restarts),
 // TORCHELASTIC_USE_AGENT_STORE=False; TORCH_NCCL_ASYNC_ERROR_HANDLING,
 // NCCL_ASYNC_ERROR_HANDLING and, with several ranks, OMP_NUM_THREADS default
 // to 1 and TORCHELASTIC_SIGNALS_TO_HANDLE to torchrun's list unless base has them) + FAULTLINE_RUN_DIR, FAULTLINE_EVENTS,

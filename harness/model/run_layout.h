@@ -15,10 +15,16 @@ class RunLayout {
   const std::string& outDir() const { return out_; }
   std::string ranksDir() const { return out_ + "/ranks"; }
   std::string rankDir(int rank) const { return ranksDir() + "/" + std::to_string(rank); }
-  std::string rankStdout(int rank) const { return rankDir(rank) + "/stdout"; }
-  std::string rankStderr(int rank) const { return rankDir(rank) + "/stderr"; }
+  // A rank's files of one attempt: the first's in its directory, a restart's
+  // (faultline's own launcher, [stack] max_restarts) in attempt_K under it.
+  // Every attempt appends to the one events file.
+  std::string rankAttemptDir(int rank, int attempt) const {
+    return attempt <= 0 ? rankDir(rank) : rankDir(rank) + "/attempt_" + std::to_string(attempt);
+  }
+  std::string rankStdout(int rank, int attempt = 0) const { return rankAttemptDir(rank, attempt) + "/stdout"; }
+  std::string rankStderr(int rank, int attempt = 0) const { return rankAttemptDir(rank, attempt) + "/stderr"; }
   std::string rankEvents(int rank) const { return rankDir(rank) + "/events.jsonl"; }
-  std::string rankErrorFile(int rank) const { return rankDir(rank) + "/error.json"; }
+  std::string rankErrorFile(int rank, int attempt = 0) const { return rankAttemptDir(rank, attempt) + "/error.json"; }
   std::string rankStacks(int rank) const { return rankDir(rank) + "/stacks.txt"; }
   std::string launcherDir() const { return out_ + "/launcher"; }
   std::string launcherStdout() const { return launcherDir() + "/stdout"; }

@@ -12,7 +12,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
   //  why its torchelastic agent is not given the scenario's rendezvous,
   //  why a plain torch.distributed script does not run on it
   static const std::vector<LauncherTraits> kTable = {
-      {"builtin",            true, false, true,  false, false, false, {}, nullptr, "faultline's own launcher does not restart ranks"},
+      {"builtin",            true, false, true,  false, false, false, {}, nullptr, nullptr},
       {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
       {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, "restarts across nodes are not followed yet",
        "each node's agent meets the others at a static rendezvous on node n1"},

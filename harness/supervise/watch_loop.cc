@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
 #include "harness/launch/clock.h"
@@ -51,6 +52,7 @@ WatchLoop::WatchLoop(const SuperviseOptions& opts, const RunLayout& layout, Cont
       startup_timer_(io_),
       fault_timer_(io_),
       adaptive_timer_(io_),
+      attempt_timer_(io_),
       faults_(opts.outside_faults),
       node_faults_(io_, layout, opts.launch.run_id, faults_,
                    {[this](std::optional<int> rank, std::string what, TimelineKind kind) { timeline(rank, std::move(what), kind); },
@@ -106,7 +108,7 @@ Result<void> WatchLoop::start() {
     addWatch(dir, WatchKind::kLauncherDir, -1);
   }
   rank_tracker_->open();
-  auto launched = stack_launcher_.start(opts_.launch, layout_, placement);
+  auto launched = stack_launcher_.start(attemptOptions(0), layout_, placement);
   if (!launched) return tl::unexpected(launched.error());
   for (const auto& p : launched->ranks) {
     addRank(*p.rank, p.pid, p.start_ns, true);
@@ -159,6 +161,7 @@ void WatchLoop::runMainPhase() {
   deadline_timer_.cancel();
   allowance_timer_.cancel();
   startup_timer_.cancel();
+  attempt_timer_.cancel();
   noteStraggler();
 }
 
@@ -301,7 +304,9 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
   readEvents(r.rank);
   const bool failed = r.exit_known && !r.outcome.success() && !r.work_done;
   if (r.work_done && !r.outcome.success()) timeline(r.rank, "its work was done (work_end): ended by its launcher, no failure");
-  if (failed && !triggered_ && !in_teardown_) {
+  if (failed && !in_teardown_ && restartsRanks()) {
+    onFailureWhileRestarting(r, t_ns);
+  } else if (failed && !triggered_ && !in_teardown_) {
     setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
     trigger_.t_ns = t_ns;
     if (stack_launcher_.onRankFailure() == launch::OnRankFailure::kSupervisorStops) {
@@ -341,8 +346,104 @@ void WatchLoop::onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, 
   if (!stack_launcher_.exitEndsRun()) {
     bool all = true;
     for (const auto& k : ranks_) all = all && k->finished;
-    if (all) stop_main_ = true;
+    if (all && attempt_ending_ && !stop_main_ && !in_teardown_) {
+      startNextAttempt();
+    } else if (all) {
+      stop_main_ = true;
+    }
   }
+}
+
+// --- restarts of faultline's own launcher ---------------------------------------
+
+bool WatchLoop::restartsRanks() const {
+  return opts_.max_restarts > 0 && stack_launcher_.onRankFailure() == launch::OnRankFailure::kSupervisorStops;
+}
+
+launch::LaunchOptions WatchLoop::attemptOptions(int attempt) const {
+  launch::LaunchOptions o = opts_.launch;
+  o.attempt = attempt;
+  o.max_restarts = opts_.max_restarts;
+  return o;
+}
+
+// A rank of the running attempt failed: the first failure is the run's
+// trigger (its root cause), whichever attempt later ones are of. With a
+// restart left the attempt ends and the next starts; without, the run ends.
+void WatchLoop::onFailureWhileRestarting(const RankState& r, int64_t t_ns) {
+  if (!triggered_) {
+    setTrigger(TriggerKind::kRankFailure, r.rank, "rank " + std::to_string(r.rank) + " " + outcomeText(r.outcome));
+    trigger_.t_ns = t_ns;
+  }
+  if (attempt_ending_ || stop_main_) return;  // a peer of a failure already ending its attempt
+  if (restarts_ >= opts_.max_restarts) {
+    timeline(r.rank, "no restart left (max_restarts " + std::to_string(opts_.max_restarts) + "): the run ends");
+    stop_main_ = true;
+    return;
+  }
+  endAttempt();
+}
+
+// As torchelastic's agent stops its workers for a restart: SIGTERM to every
+// live rank, SIGKILL to those left after the grace. The ranks' own children
+// (DataLoader workers) go with their parent, as under torchrun.
+void WatchLoop::endAttempt() {
+  attempt_ending_ = true;
+  std::vector<pid_t> live;
+  for (const auto& k : ranks_) {
+    if (!k->finished) live.push_back(k->pid);
+  }
+  timeline(std::nullopt, "faultline's launcher ends attempt " + std::to_string(restarts_) + " for a restart (" +
+                             std::to_string(restarts_ + 1) + " of " + std::to_string(opts_.max_restarts) + ")" +
+                             (live.empty() ? std::string() : ": SIGTERM to " + std::to_string(live.size()) + " live rank(s)"));
+  for (pid_t p : live) {
+    os::sys().kill(p, SIGTERM);
+    ::kill(p, SIGCONT);  // a stopped rank holds SIGTERM pending until it runs again
+  }
+  if (live.empty()) {
+    startNextAttempt();
+    return;
+  }
+  attempt_timer_.expires_after(seconds(opts_.grace_s));
+  attempt_timer_.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || !attempt_ending_) return;
+    for (const auto& k : ranks_) {
+      if (k->finished) continue;
+      timeline(k->rank, "still running " + secondsText(opts_.grace_s) + " s after SIGTERM: SIGKILL before the restart");
+      os::sys().kill(k->pid, SIGKILL);
+    }
+  });
+}
+
+void WatchLoop::startNextAttempt() {
+  attempt_ending_ = false;
+  attempt_timer_.cancel();
+  ++restarts_;
+  timeline(std::nullopt, "faultline's launcher restarts the ranks: attempt " + std::to_string(restarts_) +
+                             " (TORCHELASTIC_RESTART_COUNT=" + std::to_string(restarts_) + ")",
+           TimelineKind::kStart);
+  const launch::LaunchOptions next = attemptOptions(restarts_);
+  auto launched = stack_launcher_.start(next, layout_, containment_.placement());
+  if (!launched) {
+    note("restart " + std::to_string(restarts_) + " failed to start: " + launched.error().str());
+    stop_main_ = true;
+    return;
+  }
+  std::vector<pid_t> started;
+  for (const auto& p : launched->ranks) {
+    addRank(*p.rank, p.pid, p.start_ns, true);
+    started.push_back(p.pid);
+    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ", attempt " + std::to_string(restarts_) + ")",
+             TimelineKind::kStart);
+    addWatch(layout_.rankAttemptDir(*p.rank, restarts_), WatchKind::kRankDir, *p.rank);
+  }
+  rank_tracker_->launched(started, std::nullopt);
+  if (launched->error) {
+    note("restart " + std::to_string(restarts_) + ": " + launched->error->str());
+    stop_main_ = true;
+  }
+  // Exits during the spawn raised SIGCHLD already: reaped once this handler is done.
+  asio::post(io_, [this] { reapChildren(); });
 }
 
 void WatchLoop::onLauncherExit(ProcessOutcome outcome, int64_t t_ns) {

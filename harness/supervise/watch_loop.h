@@ -99,6 +99,16 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   // The launcher may restart the ranks and the first failure has happened:
   // the ranks now running are a restarted attempt, still watched for hangs.
   bool restartedAttempt() const;
+  // Restarts of faultline's own launcher (a launcher whose ranks the
+  // supervisor started and stops: builtin), as torchelastic's agent restarts
+  // torchrun's workers: a rank's failure ends the attempt (every live rank
+  // SIGTERMed, SIGKILLed after the grace), then every rank starts again, up
+  // to max_restarts times.
+  bool restartsRanks() const;
+  launch::LaunchOptions attemptOptions(int attempt) const;
+  void onFailureWhileRestarting(const RankState& r, int64_t t_ns);
+  void endAttempt();
+  void startNextAttempt();
   // Uninstrumented ranks: the live ranks whose CPU time has not advanced
   // since the probe taken kIdleConfirm ago (watch_loop.cc).
   std::vector<int> idleRanks();
@@ -153,6 +163,7 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   asio::steady_timer startup_timer_;  // a start-up failure's peers, looked at while they may be on their way to it
   asio::steady_timer fault_timer_;
   asio::steady_timer adaptive_timer_;
+  asio::steady_timer attempt_timer_;  // an attempt being ended: SIGKILL after the grace
   ActivityWatch activity_;
   ActivityWatch startup_activity_;  // the peers of a start-up failure
   std::pair<std::string, int64_t> activity_key_;  // the wait (op, seq) activity_ is sampling for
@@ -197,6 +208,8 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   bool interrupted_ = false;
   int interrupts_ = 0;
   bool in_teardown_ = false;
+  int restarts_ = 0;             // the attempts restartsRanks() started after the first
+  bool attempt_ending_ = false;  // its ranks stopped for the next attempt
 
   LeakCheck leaks_;
   Teardown teardown_;  // after ranks_ and leaks_, which it reads

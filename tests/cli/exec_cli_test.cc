@@ -97,6 +97,36 @@ TEST(ExecCli, FailingRankExitsOneWithStderrTail) {
   EXPECT_EQ(report->ranks[0].role, RankRole::kKilledByTeardown);
 }
 
+// --max-restarts: faultline's own launcher restarts every rank after rank
+// 1's failure, and the job comes back; the root cause stays the first
+// attempt's failure, and the report shows both attempts.
+TEST(ExecCli, MaxRestartsRestartsTheRanksAndReportsTheRecovery) {
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  auto f = runFaultline({"exec", "--nproc", "2", "--max-restarts", "1", "--grace", "1", "-o", out, "--", "/bin/sh", "-c",
+                         "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then if [ $RANK = 1 ]; then sleep 0.3; "
+                         "echo dying >&2; exit 3; fi; exec sleep 30; fi; echo back"},
+                        dir / "log");
+  EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");  // a failure happened, whatever came after
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  ASSERT_TRUE(report->root_cause);
+  EXPECT_EQ(report->root_cause->rank, 1);
+  ASSERT_EQ(report->attempts.size(), 2u);
+  EXPECT_EQ(report->attempts[0].failed_rank, 1);
+  EXPECT_FALSE(report->attempts[1].failed_rank);
+  ASSERT_TRUE(report->recovery);
+  EXPECT_EQ(report->recovery->restarts, 1);
+  EXPECT_TRUE(report->recovery->recovered);
+  EXPECT_EQ(readFile(out + "/ranks/0/attempt_1/stdout"), "back\n");
+  // Not for a launcher that restarts (or not) by its own command line.
+  auto bad = runFaultline({"exec", "--launcher", "external", "--max-restarts", "1", "-o", dir / "x", "--", "/bin/true"},
+                          dir / "log2");
+  EXPECT_EQ(exitStatus(bad), 2);
+  EXPECT_NE(readFile(dir / "log2").find("--max-restarts applies to the builtin launcher only"), std::string::npos);
+}
+
 // `faultline exec ... | true` and `| head -c 1`: the reader is gone before
 // (or soon after) the harness writes. SIGPIPE killed it (exit 141, and once no
 // report.json at all); the exit status must be the verdict's, and the report

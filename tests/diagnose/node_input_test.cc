@@ -179,6 +179,32 @@ TEST(RunInput, ALaunchersLogFilePerRankIsThatRanksOutput) {
   fs::remove_all(dir);
 }
 
+// faultline's own launcher, restarting, writes each later attempt's output
+// and error file in OUT/ranks/R/attempt_K: that attempt's, never the first's
+// (whose failure is the root cause).
+TEST(RunInput, ARestartedRanksFilesAreItsAttempts) {
+  const std::string dir = ::testing::TempDir() + "/restarted_rank_files_run";
+  fs::remove_all(dir);
+  const RunLayout L(dir);
+  write(L.rankStderr(1), "Traceback (most recent call last):\n  File \"/t/train.py\", line 40, in <module>\n"
+                         "NameError: name 'c' is not defined\n");
+  write(L.rankStderr(1, 1), "Traceback (most recent call last):\n  File \"/t/train.py\", line 9, in <module>\n"
+                            "EOFError: Ran out of input\n");
+  write(L.rankAttemptDir(1, 1) + "/../attempt_x/stderr", "KeyError: 'not an attempt'\n");
+  const RunInput in = loadRun(dir);
+  ASSERT_EQ(in.ranks.count(1), 1u);
+  EXPECT_NE(in.ranks.at(1).stderr_tail.find("NameError"), std::string::npos);
+  EXPECT_EQ(in.ranks.at(1).stderr_tail.find("EOFError"), std::string::npos);
+  ASSERT_EQ(in.attempts.size(), 1u);
+  EXPECT_EQ(in.attempts[0].attempt, 1);
+  ASSERT_EQ(in.attempts[0].ranks.count(1), 1u);
+  const RankInput& again = in.attempts[0].ranks.at(1);
+  EXPECT_NE(again.stderr_tail.find("EOFError: Ran out of input"), std::string::npos);
+  ASSERT_FALSE(again.errors.empty());
+  EXPECT_EQ(again.errors.back().type, "EOFError");
+  fs::remove_all(dir);
+}
+
 TEST(NodeInput, NoNodesDirectoryIsASingleNodeRun) {
   const std::string dir = ::testing::TempDir() + "/no_nodes_run";
   fs::create_directories(dir);

@@ -136,9 +136,13 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
     ASSERT_NE(np, r.launch.command.end()) << stack;
     EXPECT_NE(std::find(np, r.launch.command.end(), "/b/faultline-trainer-torch2.13"), r.launch.command.end()) << stack;
   }
-  // deepspeed does not restart ranks, and says so.
+  // deepspeed does not restart ranks, and says so; faultline's own launcher
+  // restarts them (the supervisor starts each attempt, watch_loop.cc).
   EXPECT_EQ(planStack(plain, "deepspeed", tools, "/out", 1, "/sc").unsupported,
             "restarts: the deepspeed launcher does not restart ranks");
+  const auto builtin_restarts = planStack(
+      parse("launcher = \"builtin\"\nmax_restarts = 1\nstacks = [\"builtin\"]\nworld_size = 2\n"), "builtin", tools, "/out", 1, "/sc");
+  EXPECT_FALSE(builtin_restarts.unsupported) << *builtin_restarts.unsupported;
   // Not listed: why, in words the catalog groups by.
   const auto plain_only = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
                                 "stacks = [\"torchrun\", \"launch\"]");

@@ -235,6 +235,111 @@ TEST(Supervise, RankIgnoringSigtermIsKilledAfterGrace) {
   expectNothingLeft(o.launch.run_id);
 }
 
+// The ranks of a builtin run that may restart ([stack] max_restarts), as a
+// shell script that sees its attempt in TORCHELASTIC_RESTART_COUNT.
+SuperviseOptions restarting(const TempDir& dir, int nproc, int max_restarts, const std::string& script) {
+  auto o = builtin(dir, nproc, {});
+  o.launch.command = {"/bin/sh", "-c", script};
+  o.launch.run_id = newRunId();
+  o.max_restarts = max_restarts;
+  return o;
+}
+
+// The process of `rank` in `attempt` (the record numbers them in start order).
+const SupervisedRank* attemptOf(const SupervisorRecord& rec, int rank, int attempt) {
+  for (const auto& r : rec.ranks) {
+    if (r.rank == rank && r.attempt == attempt) return &r;
+  }
+  ADD_FAILURE() << "no rank " << rank << " in attempt " << attempt;
+  return nullptr;
+}
+
+// faultline's own launcher restarts as torchelastic's agent does: rank 1's
+// failure ends the attempt (rank 0 SIGTERMed, by the launcher, not the
+// teardown), and every rank starts again with the next restart count and an
+// error file and output of that attempt's own.
+TEST(Supervise, ABuiltinRunThatMayRestartStartsEveryRankAgainAfterAFailure) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = restarting(dir, 2, 2,
+                      "echo $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS $TORCHELASTIC_ERROR_FILE; "
+                      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                      "  if [ $RANK = 1 ]; then sleep 0.3; exit 3; fi; exec sleep 30; fi");
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kRankFailure);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  ASSERT_EQ(rec.ranks.size(), 4u);
+  const auto* r0 = attemptOf(rec, 0, 0);
+  const auto* r1 = attemptOf(rec, 1, 0);
+  ASSERT_TRUE(r0 && r1);
+  EXPECT_EQ(r1->exit_code, 3);
+  EXPECT_EQ(r0->signal, "SIGTERM");
+  EXPECT_FALSE(r0->killed_by_teardown);  // its launcher's restart ended it
+  for (int rank : {0, 1}) {
+    const auto* again = attemptOf(rec, rank, 1);
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->exit_code, 0) << "rank " << rank;
+    EXPECT_GE(again->start_ns, *r1->exit_ns);
+  }
+  EXPECT_EQ(rec.max_restarts, 2);
+  const std::string out = o.out_dir;
+  EXPECT_EQ(readFile(out + "/ranks/1/stdout"), "0 2 " + out + "/ranks/1/error.json\n");
+  EXPECT_EQ(readFile(out + "/ranks/1/attempt_1/stdout"), "1 2 " + out + "/ranks/1/attempt_1/error.json\n");
+  EXPECT_FALSE(fileExists(out + "/ranks/1/attempt_2"));  // no third attempt: the second succeeded
+  EXPECT_TRUE(rec.teardown.report.clean);
+  EXPECT_TRUE(rec.teardown.signals.empty());
+  expectNothingLeft(o.launch.run_id);
+}
+
+// Restarts run out: the last attempt's failure ends the run, whose trigger
+// stays the first attempt's failure.
+TEST(Supervise, ABuiltinRunEndsWhenItsRestartsRunOut) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = restarting(dir, 2, 1, "if [ $RANK = 1 ]; then sleep 0.3; exit 3; fi; exec sleep 30");
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_EQ(rec.ranks.size(), 4u);
+  const auto* first = attemptOf(rec, 1, 0);
+  const auto* last = attemptOf(rec, 1, 1);
+  ASSERT_TRUE(first && last);
+  EXPECT_EQ(rec.trigger.rank, 1);
+  EXPECT_LT(rec.trigger.t_ns, last->start_ns);
+  EXPECT_EQ(last->exit_code, 3);
+  // The second attempt's rank 0 is the teardown's; the first's, the restart's.
+  EXPECT_TRUE(attemptOf(rec, 0, 1)->killed_by_teardown);
+  EXPECT_FALSE(attemptOf(rec, 0, 0)->killed_by_teardown);
+  EXPECT_TRUE(rec.teardown.report.clean);
+  expectNothingLeft(o.launch.run_id);
+}
+
+// A rank that ignores the restart's SIGTERM gets SIGKILL after the grace,
+// and only then does the next attempt start.
+TEST(Supervise, ARankIgnoringTheRestartsSigtermIsKilledBeforeTheNextAttempt) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = restarting(dir, 2, 1,
+                      "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then "
+                      "  if [ $RANK = 1 ]; then sleep 0.3; exit 3; fi; trap '' TERM; exec sleep 30; fi");
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  ASSERT_EQ(rec.ranks.size(), 4u);
+  const auto* stubborn = attemptOf(rec, 0, 0);
+  ASSERT_TRUE(stubborn);
+  EXPECT_EQ(stubborn->signal, "SIGKILL");
+  ASSERT_TRUE(stubborn->exit_ns);
+  // The grace (1 s) passed between the failure and the SIGKILL: a lower bound, never scaled.
+  EXPECT_GE(*stubborn->exit_ns - *attemptOf(rec, 1, 0)->exit_ns, 900'000'000);
+  EXPECT_GE(attemptOf(rec, 0, 1)->start_ns, *stubborn->exit_ns);
+  EXPECT_EQ(attemptOf(rec, 0, 1)->exit_code, 0);
+  EXPECT_TRUE(rec.teardown.report.clean);
+  expectNothingLeft(o.launch.run_id);
+}
+
 // Seen on a 16-core GPU machine: the reference trainer's scripted SIGKILL on
 // rank 0 and rank 1's SIGPIPE (its Gloo pair's peer gone) came a moment
 // apart; the supervisor reaped rank 1 first, sent rank 0 the teardown's
