@@ -34,25 +34,25 @@ std::optional<int> parseRankDir(const std::string& name) {
 }
 
 // torchrun --log_dir layout: logs/<run_id>/attempt_<N>/<local_rank>/{stdout,stderr}.log, error.json.
-// Returns the directory of the last attempt (first: of the first), or empty.
-fs::path attemptDir(const fs::path& logs, bool first = false) {
+// Returns the directory of the first attempt (whose failure is the root
+// cause; a restart's are later ones), or empty.
+fs::path firstAttemptDir(const fs::path& logs) {
   std::error_code ec;
   if (!fs::is_directory(logs, ec)) return {};
   fs::path best;
   int best_n = -1;
+  const auto consider = [&](const fs::path& att) {
+    const int n = std::atoi(att.filename().string().c_str() + 8);
+    if (best_n < 0 || n < best_n) best_n = n, best = att;
+  };
   for (const auto& run : fs::directory_iterator(logs, ec)) {
     if (!run.is_directory(ec)) continue;
     if (startsWith(run.path().filename().string(), "attempt_")) {
-      // --log_dir pointed straight at a run id directory.
-      const int n = std::atoi(run.path().filename().string().c_str() + 8);
-      if (best_n < 0 || (first ? n < best_n : n > best_n)) best_n = n, best = run.path();
+      consider(run.path());  // --log_dir pointed straight at a run id directory.
       continue;
     }
     for (const auto& att : fs::directory_iterator(run.path(), ec)) {
-      const std::string name = att.path().filename().string();
-      if (!att.is_directory(ec) || !startsWith(name, "attempt_")) continue;
-      const int n = std::atoi(name.c_str() + 8);
-      if (best_n < 0 || (first ? n < best_n : n > best_n)) best_n = n, best = att.path();
+      if (att.is_directory(ec) && startsWith(att.path().filename().string(), "attempt_")) consider(att.path());
     }
   }
   return best;
@@ -317,7 +317,7 @@ std::optional<int> globalRankOf(const RunInput& in, const NodeInput& node, int l
 void addNodeLogs(RunInput& in, const RunLayout& layout) {
   std::error_code ec;
   for (const auto& [name, node] : in.nodes) {
-    const fs::path attempt = attemptDir(layout.nodeLogsDir(name));
+    const fs::path attempt = firstAttemptDir(layout.nodeLogsDir(name));
     if (attempt.empty()) continue;
     for (const auto& d : fs::directory_iterator(attempt, ec)) {
       const auto local = parseRankDir(d.path().filename().string());
@@ -558,7 +558,7 @@ std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& l
   std::map<int, const PyChain*> pending_chains;  // into *in.launcher
   // The first attempt's: its failure is the run's root cause (later ones are
   // the launcher's restarts, RunInput::attempts).
-  const fs::path attempt = attemptDir(layout.launcherLogsDir(), /*first=*/true);
+  const fs::path attempt = firstAttemptDir(layout.launcherLogsDir());
   if (lerr) {
     in.launcher = parseLauncherLog(*lerr);
     if (auto lout = readTail(layout.launcherStdout())) readLauncherStdout(*lout, *in.launcher);
