@@ -72,6 +72,17 @@ std::vector<std::string> namespaces() {
   return out;
 }
 
+// The run networks' directories in kNetnsEtcDir (a namespace's hosts file).
+std::vector<std::string> netnsEtcDirs() {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(kNetnsEtcDir, ec)) {
+    const std::string name = d.path().filename().string();
+    if (name.rfind("fl", 0) == 0) out.push_back(name);
+  }
+  return out;
+}
+
 // Link names from `ip -o link show` ("11: NAME@if2: <...>").
 std::vector<std::string> links() {
   std::vector<std::string> out;
@@ -149,6 +160,18 @@ std::string routeOutProblem(const std::string& netns, const std::string& subnet)
   return "";
 }
 
+std::string nodeHostName(const RunNetwork& net, const NodeNet& node) { return node.name + "." + net.tag; }
+
+std::string hostsFileOf(const RunNetwork& net, const NodeNet& self, const std::string& hostname) {
+  std::string out = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n";
+  for (const auto& n : net.nodes) {
+    out += n.addr + " " + nodeHostName(net, n);
+    if (n.name == self.name && !hostname.empty() && hostname != "localhost") out += " " + hostname;
+    out += "\n";
+  }
+  return out;
+}
+
 Result<void> createNetwork(const RunNetwork& net) {
   std::error_code ec;
   fs::create_directories(kNetnsOwnerDir, ec);
@@ -179,6 +202,16 @@ Result<void> createNetwork(const RunNetwork& net) {
   for (const auto& n : net.nodes) {
     if (auto why = routeOutProblem(n.netns, net.subnet); !why.empty()) return undo(Error{ErrorCode::kSystem, why, n.netns});
   }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  for (const auto& n : net.nodes) {
+    const std::string dir = std::string(kNetnsEtcDir) + "/" + n.netns;
+    fs::create_directories(dir, ec);
+    std::ofstream hosts(dir + "/hosts", std::ios::trunc);
+    hosts << hostsFileOf(net, n, host);
+    hosts.close();
+    if (ec || !hosts) return undo(Error{ErrorCode::kIo, "cannot write the node's hosts file", dir + "/hosts"});
+  }
   // The bridge carries no address: the root namespace cannot reach the nodes, nor they it.
   {
     std::ofstream v6("/proc/sys/net/ipv6/conf/" + net.bridge + "/disable_ipv6");
@@ -204,6 +237,9 @@ Result<void> removeNetwork(const RunNetwork& net) {
     if (has(have_ns, n.netns)) {
       if (auto r = must("ip", {"netns", "del", n.netns}); !r) problems += r.error().message + "; ";
     }
+    std::error_code ec;
+    if (!n.netns.empty()) fs::remove_all(std::string(kNetnsEtcDir) + "/" + n.netns, ec);
+    if (ec) problems += "cannot remove " + std::string(kNetnsEtcDir) + "/" + n.netns + ": " + ec.message() + "; ";
   }
   if (has(have_links, net.bridge)) {
     if (auto r = must("ip", {"link", "del", net.bridge}); !r) problems += r.error().message + "; ";
@@ -233,6 +269,9 @@ std::vector<std::string> leftoverOf(const std::string& tag) {
   for (const auto& l : links()) {
     if (startsWith(l, tag)) out.push_back("link " + l);
   }
+  for (const auto& c : netnsEtcDirs()) {
+    if (startsWith(c, tag)) out.push_back("namespace configuration " + std::string(kNetnsEtcDir) + "/" + c);
+  }
   return out;
 }
 
@@ -243,6 +282,9 @@ std::vector<std::string> sweepStaleNetworks() {
   }
   for (const auto& l : links()) {
     if (auto t = tagOf(l); !t.empty()) tags.insert(t);
+  }
+  for (const auto& c : netnsEtcDirs()) {
+    if (auto t = tagOf(c); !t.empty()) tags.insert(t);
   }
   std::vector<std::string> removed;
   for (const auto& tag : tags) {
@@ -263,7 +305,10 @@ std::vector<std::string> sweepStaleNetworks() {
     RunNetwork net;
     net.tag = tag;
     net.bridge = tag + "b";
-    for (const auto& n : namespaces()) {
+    std::set<std::string> node_ns;
+    for (const auto& n : namespaces()) node_ns.insert(n);
+    for (const auto& c : netnsEtcDirs()) node_ns.insert(c);
+    for (const auto& n : node_ns) {
       if (startsWith(n, tag + "n")) {
         const std::string k = n.substr(tag.size() + 1);
         net.nodes.push_back({"n" + k, n, tag + "h" + k, tag + "v" + k, ""});

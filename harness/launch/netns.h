@@ -33,6 +33,10 @@ struct RunNetwork {
 // Where owner files live: DIR/TAG holds the pid of the faultline that made TAG.
 inline constexpr const char* kNetnsOwnerDir = "/run/faultline-netns";
 
+// Where `ip netns exec` finds a namespace's own configuration files
+// (/etc/netns/NAME/hosts is bind-mounted over /etc/hosts for what runs in it).
+inline constexpr const char* kNetnsEtcDir = "/etc/netns";
+
 // The directories `ip` and `tc` are looked up in.
 inline constexpr const char* kNetToolPath = "/usr/sbin:/sbin:/usr/bin:/bin";
 
@@ -47,8 +51,19 @@ std::string networkProblem(const std::string& tool_path = kNetToolPath);
 // The names and addresses for a run of `nodes` nodes (pure).
 RunNetwork planNetwork(const std::string& run_id, int nodes);
 
-// Creates the bridge, namespaces and veth pairs, checks that no route leads
-// out; on any failure removes what it made. kSystem naming the step.
+// A node's name on the run's network: "n1.fl3a9f1c".
+std::string nodeHostName(const RunNetwork& net, const NodeNet& node);
+// Node `self`'s /etc/hosts (pure): localhost, every node by nodeHostName, and
+// this machine's `hostname` as an alias of the node's own address, as on a
+// cluster where each host's name resolves to its own address. torch's
+// elastic agent reads its address from its name: with a c10d rendezvous,
+// rank 0's node tells the others MASTER_ADDR by socket.getfqdn(), and a node
+// hosts the rendezvous store when the endpoint is one of its addresses.
+std::string hostsFileOf(const RunNetwork& net, const NodeNet& self, const std::string& hostname);
+
+// Creates the bridge, namespaces, veth pairs and each node's hosts file
+// (hostsFileOf, in kNetnsEtcDir), checks that no route leads out; on any
+// failure removes what it made. kSystem naming the step.
 Result<void> createNetwork(const RunNetwork& net);
 // Removes everything of `net` (each step tried, whatever failed before) and
 // its owner file; the error lists what could not be removed.
@@ -59,7 +74,7 @@ std::string routeOutProblem(const std::string& netns, const std::string& subnet)
 // partition), a tbf rate limit ("200kbit"; this kernel has no netem).
 Result<void> setLinkUp(const std::string& ifname, bool up);
 Result<void> rateLimitLink(const std::string& ifname, const std::string& rate);
-// The namespaces and links of this tag that still exist.
+// The namespaces, links and namespace configuration directories of this tag that still exist.
 std::vector<std::string> leftoverOf(const std::string& tag);
 // Removes the namespaces and bridges of runs whose owner is dead (or that
 // have no owner file and no process inside); returns the tags removed.

@@ -1,6 +1,7 @@
 // The torchrun-multinode stack: one torchrun agent per node, each node a
-// network namespace of this machine (netns.h), static rendezvous at node n1's
-// address (docs/MULTINODE.md, "torchrun across namespaces").
+// network namespace of this machine (netns.h), meeting at node n1's address:
+// a static rendezvous, or c10d ([stack] rendezvous) with n1's agent hosting
+// the store (docs/MULTINODE.md, "torchrun across namespaces").
 //
 // The launcher process is one small driver (bash) that faultline starts: it
 // starts every node's process (`ip netns exec NS env FAULTLINE_NODE=nK
@@ -117,10 +118,23 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
     cmd.insert(cmd.end(), {selfExe(), "agent", "--out", layout.outDir(), "--node", node.name, "--link", node.node_if, "--"});
     const std::vector<std::string>& t = opts.command;
     cmd.push_back(t.front());
-    cmd.push_back("--node_rank=" + std::to_string(k));
-    cmd.push_back("--master_addr=" + net.nodes.front().addr);
+    // A c10d rendezvous: every agent meets at node n1's address, where n1's
+    // agent hosts the store (the address is its own, by its hosts file:
+    // netns.h), and the rendezvous numbers the nodes. Static: each node is
+    // told its place and n1's address.
+    const bool c10d = flagValue(t, "--rdzv_backend") == "c10d";
+    if (c10d) {
+      cmd.push_back("--rdzv_id=" + net.tag);
+    } else {
+      cmd.push_back("--node_rank=" + std::to_string(k));
+      cmd.push_back("--master_addr=" + net.nodes.front().addr);
+    }
     const bool own_nproc = static_cast<size_t>(k) < opts.node_procs.size();
     for (size_t i = 1; i < t.size(); ++i) {
+      if (c10d && t[i].rfind("--rdzv_endpoint=", 0) == 0) {
+        cmd.push_back("--rdzv_endpoint=" + net.nodes.front().addr + t[i].substr(t[i].rfind(':')));
+        continue;
+      }
       if (own_nproc && t[i].rfind("--nproc_per_node=", 0) == 0) {
         cmd.push_back("--nproc_per_node=" + std::to_string(opts.node_procs[k]));
         continue;

@@ -14,8 +14,7 @@ const std::vector<LauncherTraits>& stackLaunchers() {
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}, nullptr, nullptr},
       {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
-      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, nullptr,
-       "each node's agent meets the others at a static rendezvous on node n1"},
+      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, nullptr},
       {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
       {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},

@@ -66,6 +66,19 @@ TEST(NetnsPlan, NamesFitAnInterfaceAndFollowTheRunId) {
   EXPECT_LE(a.bridge.size(), 15u);
 }
 
+// Each node's hosts file names every node, and this machine's name is the
+// node's own address, as a cluster's hosts resolve their own names: torch's
+// agent tells the other nodes its address by its name (c10d rendezvous).
+TEST(NetnsPlan, EachNodesHostsFileNamesItselfByTheMachinesName) {
+  const RunNetwork net = planNetwork("1234-abc-0", 2);
+  EXPECT_EQ(nodeHostName(net, net.nodes[1]), "n2." + net.tag);
+  EXPECT_EQ(hostsFileOf(net, net.nodes[1], "vm"),
+            "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n" + net.subnet + ".1 n1." + net.tag + "\n" +
+                net.subnet + ".2 n2." + net.tag + " vm\n");
+  // A machine named localhost keeps localhost the loopback.
+  EXPECT_EQ(hostsFileOf(net, net.nodes[0], "localhost").find(" n1." + net.tag + " localhost"), std::string::npos);
+}
+
 // Seen on a GPU machine's image without iproute2: every multi-node run was a
 // harness error. Now the stack is not offered there, and says why.
 TEST(NetnsPlan, AMachineWithoutIpCannotMakeNamespacesAndSaysSo) {
@@ -115,6 +128,16 @@ TEST_F(Netns, CreatedIsolatedAndRemovedWithNothingLeft) {
   ASSERT_TRUE(cut);
   EXPECT_NE(WEXITSTATUS(cut->wait_status), 0) << cut->out;
   EXPECT_TRUE(rateLimitLink(net_.nodes[1].host_if, "200kbit"));
+  // Inside node n2 this machine's name is n2's address, and n1 is known by its name.
+  auto names = runToCompletion(
+      inNs(net_.nodes[1].netns, {"/usr/bin/python3", "-c",
+                                 "import socket,sys; print(socket.gethostbyname(socket.gethostname()), socket.getfqdn(), "
+                                 "socket.gethostbyname(sys.argv[1]))",
+                                 nodeHostName(net_, net_.nodes[0])}),
+      env, 30);
+  ASSERT_TRUE(names);
+  EXPECT_EQ(names->out, net_.nodes[1].addr + " " + nodeHostName(net_, net_.nodes[1]) + " " + net_.nodes[0].addr + "\n")
+      << names->err;
 
   EXPECT_FALSE(leftoverOf(net_.tag).empty());
   ASSERT_TRUE(removeNetwork(net_));

@@ -82,8 +82,18 @@ class Strike(unittest.TestCase):
                 self.assertEqual(_faults.armed[0].attempt if armed else 0, 0)
             self.arm("exception:rank=1:step=3")  # no attempt: every one, the restart's too
             self.assertEqual(len(_faults.armed), 1)
+            # torch 2.x restarts a node's healthy workers for another node's
+            # restart with the count unchanged: the rank's earlier process,
+            # gone, says this is its second attempt.
+            os.environ["TORCHELASTIC_RESTART_COUNT"] = "0"
+            _state.earlier_processes = 1
+            self.arm("exception:rank=1:step=3:attempt=0")
+            self.assertEqual(_faults.armed, [])
+            self.arm("exception:rank=1:step=3:attempt=1")
+            self.assertEqual(len(_faults.armed), 1)
         finally:
             os.environ.pop("TORCHELASTIC_RESTART_COUNT", None)
+            _state.earlier_processes = 0
 
     def test_exception_at_its_step_with_its_type_and_event(self):
         self.arm("exception:rank=1:step=3:arg=ValueError")

@@ -7,6 +7,7 @@ processes that were its rank before it (its attempt).
 Run: python3 tests/probe/shim_ray_test.py (ctest: shim_ray)."""
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -100,13 +101,21 @@ class RayWorker(unittest.TestCase):
 
 
 class EarlierProcesses(unittest.TestCase):
-    def test_the_pids_of_the_ranks_earlier_start_events(self):
+    def test_the_pids_of_the_ranks_earlier_start_events_that_are_gone(self):
         path = os.path.join(tempfile.mkdtemp(), "events.jsonl")
         self.assertEqual(faultline_shim._earlier_processes(path), 0)  # no file yet: the first
+        gone = []
+        for _ in range(2):
+            p = subprocess.Popen(["/bin/true"])
+            p.wait()
+            gone.append(p.pid)
         with open(path, "w") as f:
-            f.write('{"t":1,"rank":1,"pid":100,"ev":"start","world_size":2}\n')
-            f.write('{"t":2,"rank":1,"pid":100,"ev":"step_end","step":1}\n')
-            f.write('{"t":3,"rank":1,"pid":250,"ev":"start","world_size":2,"attempt":1}\n')
+            f.write('{"t":1,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % gone[0])
+            f.write('{"t":2,"rank":1,"pid":%d,"ev":"step_end","step":1}\n' % gone[0])
+            f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2,"attempt":1}\n' % gone[1])
+            # A process of the rank that still runs (the rank that started this
+            # one as a child, carrying its RANK) is no earlier attempt.
+            f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % os.getppid())
             f.write('{"t":4,"rank":1,"pid":%d,"ev":"start"}\n' % os.getpid())  # this process itself
         self.assertEqual(faultline_shim._earlier_processes(path), 2)
 

@@ -56,8 +56,10 @@ def _events_path(rank, spawned):
 
 
 def _earlier_processes(events_path):
-    """The processes that were this rank before in this run: the pids of the
-    `start` events already in its events file (the file is the run's own)."""
+    """The processes that were this rank before in this run and are gone: the
+    pids of the `start` events already in its events file (the file is the
+    run's own) whose process no longer runs. One that still runs (a rank that
+    started a Python child carrying its RANK) is no earlier attempt."""
     pids = set()
     try:
         with open(events_path, "rb") as f:
@@ -69,7 +71,17 @@ def _earlier_processes(events_path):
     except OSError:
         return 0
     pids.discard(str(os.getpid()).encode())
-    return len(pids)
+    return sum(1 for p in pids if p.isdigit() and not _alive(int(p)))
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _register_stack_dump(rank_dir):
@@ -107,8 +119,7 @@ def activate(rank, spawned=False, world_size=None):
         return
     from . import _errors, _events, _flight
 
-    if not os.environ.get("TORCHELASTIC_RESTART_COUNT", "").isdigit():  # else torchelastic says the attempt
-        _state.earlier_processes = _earlier_processes(path)
+    _state.earlier_processes = _earlier_processes(path)
     rec = _events.Recorder(rank, path)
     _state.recorder = rec
     fields = {}

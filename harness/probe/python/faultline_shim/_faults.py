@@ -163,13 +163,16 @@ _straggle_ms = 0
 
 
 def launch_attempt():
-    """torchelastic's restart count (TORCHELASTIC_RESTART_COUNT, which torchrun
-    gives each worker: 0, then 1 after its first restart), else how many
-    processes were this rank before this one (Ray Train's restarted worker
-    groups, which say nothing of their attempt: _state.earlier_processes),
-    else 0."""
+    """The launcher's attempt this process is: torchelastic's restart count
+    (TORCHELASTIC_RESTART_COUNT, which torchrun gives each worker: 0, then 1
+    after its first restart), or how many processes were this rank before
+    this one and are gone (_state.earlier_processes), whichever is more.
+    The count alone falls short: Ray Train's restarted worker groups say
+    nothing of their attempt, and torch 2.x's agent restarts a node's healthy
+    workers for another node's restart (a c10d rendezvous: "membership
+    changes do not count as retries") with the count unchanged."""
     text = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
-    return int(text) if text.isdigit() else _state.earlier_processes
+    return max(int(text) if text.isdigit() else 0, _state.earlier_processes)
 
 
 def arm(rank):
