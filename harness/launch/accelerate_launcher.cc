@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "harness/launch/elastic_launcher.h"
+#include "harness/launch/netns.h"
 
 namespace faultline::launch {
 namespace {
@@ -32,6 +33,13 @@ bool cpuPath(const std::vector<std::string>& command) {
   }
   return false;
 }
+
+// Whether the job meets at a c10d rendezvous: accelerate gives a one-machine
+// job's agent no endpoint, and torch's default is localhost:29400, the same
+// port for every such job on the machine. So the run gets a network
+// namespace of its own (netns.h, one node), as a job in a container of its
+// own has: the port is its alone.
+bool ownNetwork(const std::vector<std::string>& command) { return flagValue(command, "--rdzv_backend") == "c10d"; }
 
 class AccelerateLauncher final : public ObservedLauncher {
  public:
@@ -59,6 +67,13 @@ class AccelerateLauncher final : public ObservedLauncher {
     p.command.insert(p.command.end(), {"--tee", "2", "--log_dir", elasticLogDir(in.out_dir)});
     if (in.scenario->stack.max_restarts > 0) {
       p.command.insert(p.command.end(), {"--max_restarts", std::to_string(in.scenario->stack.max_restarts)});
+    }
+    if (in.scenario->stack.rendezvous == "c10d") {
+      if (auto why = networkProblem(); !why.empty()) {
+        return tl::unexpected(Unsupported{"rendezvous c10d: accelerate's agent meets at localhost:29400, which a run "
+                                          "needs a network namespace of its own for, and " + why});
+      }
+      p.command.insert(p.command.end(), {"--rdzv_backend", "c10d"});
     }
     if (in.reference_trainer) {
       p.command.push_back("--no_python");
@@ -91,7 +106,21 @@ class AccelerateLauncher final : public ObservedLauncher {
                   "accelerate launch --cpu starts one process whatever --num_processes says: no ranks to observe; "
                   "use --multi_gpu --num_processes N, which starts N processes on CPU too");
     }
-    return ObservedLauncher::start(opts, layout, placement);
+    if (!ownNetwork(opts.command)) return ObservedLauncher::start(opts, layout, placement);
+    (void)sweepStaleNetworks();
+    const RunNetwork net = planNetwork(opts.run_id, 1);
+    if (auto r = createNetwork(net); !r) return tl::unexpected(r.error());
+    LaunchOptions inside = opts;
+    inside.command.insert(inside.command.begin(), {ipCommand(), "netns", "exec", net.nodes.front().netns});
+    auto started = ObservedLauncher::start(inside, layout, placement);
+    if (!started) (void)removeNetwork(net);
+    return started;
+  }
+
+  // The run's own network namespace, where it had one: removed, and what is left said.
+  std::vector<std::string> finish(const LaunchOptions& opts) const override {
+    if (!ownNetwork(opts.command)) return {};
+    return tearDownNetwork(planNetwork(opts.run_id, 1));
   }
 
   // Stopped as its users stop it (Ctrl-C, a scheduler's SIGTERM): the

@@ -250,6 +250,17 @@ Result<void> removeNetwork(const RunNetwork& net) {
   return {};
 }
 
+std::vector<std::string> tearDownNetwork(const RunNetwork& net) {
+  std::vector<std::string> left;
+  if (auto r = removeNetwork(net); !r) left.push_back("netns: " + r.error().message);
+  for (int i = 0; i < 50; ++i) {
+    if (leftoverOf(net.tag).empty()) break;
+    ::usleep(20000);
+  }
+  for (const auto& l : leftoverOf(net.tag)) left.push_back("netns: " + l + " still exists");
+  return left;
+}
+
 Result<void> setLinkUp(const std::string& ifname, bool up) {
   if (auto r = must("ip", {"link", "set", ifname, up ? "up" : "down"}); !r) return tl::unexpected(r.error());
   return {};

@@ -68,6 +68,10 @@ Result<void> createNetwork(const RunNetwork& net);
 // Removes everything of `net` (each step tried, whatever failed before) and
 // its owner file; the error lists what could not be removed.
 Result<void> removeNetwork(const RunNetwork& net);
+// removeNetwork, then the wait for the kernel to free each namespace's own
+// veth (moments later): what is still there after 1 s, as teardown leaks
+// ("netns: ..."); empty when nothing is.
+std::vector<std::string> tearDownNetwork(const RunNetwork& net);
 // Non-empty: why a route in `netns` may lead out of the run's subnet.
 std::string routeOutProblem(const std::string& netns, const std::string& subnet);
 // Node faults on the host side of a node's veth: the link down or up (a

@@ -232,10 +232,6 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     plan.unsupported = std::string("restarts: ") + launcher->traits().no_restarts;
     return plan;
   }
-  if (s.stack.rendezvous != "static" && launcher->traits().fixed_rendezvous) {
-    plan.unsupported = "rendezvous " + s.stack.rendezvous + ": " + launcher->traits().fixed_rendezvous;
-    return plan;
-  }
   // A scenario written for one node, on a stack that spans nodes, runs spread
   // over two (3 ranks: n1 ranks 0-1, n2 rank 2), so every trainer fault is
   // also met as on a cluster, and its root cause must name the node.

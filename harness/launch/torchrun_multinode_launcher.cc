@@ -95,16 +95,7 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
   }
 
   std::vector<std::string> finish(const LaunchOptions& opts) const override {
-    const RunNetwork net = planNetwork(opts.run_id, intFlag(opts.command, "--nnodes", 1));
-    std::vector<std::string> left;
-    if (auto r = removeNetwork(net); !r) left.push_back("netns: " + r.error().message);
-    // A namespace's own veth goes when the kernel frees the namespace, moments later.
-    for (int i = 0; i < 50; ++i) {
-      if (leftoverOf(net.tag).empty()) break;
-      ::usleep(20000);
-    }
-    for (const auto& l : leftoverOf(net.tag)) left.push_back("netns: " + l + " still exists");
-    return left;
+    return tearDownNetwork(planNetwork(opts.run_id, intFlag(opts.command, "--nnodes", 1)));
   }
 
  private:

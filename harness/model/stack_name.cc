@@ -9,7 +9,6 @@ namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
   //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks,
-  //  why its torchelastic agent is not given the scenario's rendezvous,
   //  why a plain torch.distributed script does not run on it
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}, nullptr, nullptr},
@@ -18,13 +17,12 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
       {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
-      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks", nullptr,
+      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks",
        "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none"},
       // accelerate launch and deepspeed run any script (and a program, --no_python).
-      {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr,
-       "accelerate launch gives a one-machine job's agent no endpoint, and every run would share torch's default port 29400"},
+      {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr},
       {"deepspeed",          true, true,  true,  false, false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
-      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr, nullptr,
+      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr,
        "Ray Train runs a training function in its worker actors; a torch.distributed script is none"},
       {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
   };

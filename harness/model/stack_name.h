@@ -42,12 +42,6 @@ struct LauncherTraits {
   // Why it cannot restart a job's ranks after a failure ([stack]
   // max_restarts); nullptr: it can (torchrun's --max-restarts).
   const char* no_restarts = nullptr;
-  // Why the torchelastic agent it runs is not given the scenario's
-  // rendezvous backend ([stack] rendezvous = "c10d"); nullptr: it is given it
-  // (torchrun, torch.distributed.launch), or it runs no such agent and has no
-  // rendezvous to pick (mp.spawn, srun, DeepSpeed's and Ray's own launchers):
-  // there the setting does not apply.
-  const char* fixed_rendezvous = nullptr;
   // Why a plain torch.distributed script does not run on it, where the
   // framework starts its ranks from a script written for it (a Lightning
   // Trainer, a Ray Train training function): a scenario runs there only with
