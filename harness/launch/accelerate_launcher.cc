@@ -34,12 +34,6 @@ bool cpuPath(const std::vector<std::string>& command) {
   return false;
 }
 
-// Whether the job meets at a c10d rendezvous: accelerate gives a one-machine
-// job's agent no endpoint, and torch's default is localhost:29400, the same
-// port for every such job on the machine. So the run gets a network
-// namespace of its own (netns.h, one node), as a job in a container of its
-// own has: the port is its alone.
-bool ownNetwork(const std::vector<std::string>& command) { return flagValue(command, "--rdzv_backend") == "c10d"; }
 
 class AccelerateLauncher final : public ObservedLauncher {
  public:
@@ -68,12 +62,18 @@ class AccelerateLauncher final : public ObservedLauncher {
     if (in.scenario->stack.max_restarts > 0) {
       p.command.insert(p.command.end(), {"--max_restarts", std::to_string(in.scenario->stack.max_restarts)});
     }
+    // A c10d rendezvous: accelerate gives a one-machine job's agent no
+    // endpoint, and torch's default is localhost:29400, the same port for
+    // every such job on the machine. So the run gets a network namespace of
+    // its own (netns.h, one node), as a job in a container of its own has:
+    // the port is its alone.
     if (in.scenario->stack.rendezvous == "c10d") {
       if (auto why = networkProblem(); !why.empty()) {
         return tl::unexpected(Unsupported{"rendezvous c10d: accelerate's agent meets at localhost:29400, which a run "
                                           "needs a network namespace of its own for, and " + why});
       }
       p.command.insert(p.command.end(), {"--rdzv_backend", "c10d"});
+      p.own_network = true;
     }
     if (in.reference_trainer) {
       p.command.push_back("--no_python");
@@ -106,7 +106,7 @@ class AccelerateLauncher final : public ObservedLauncher {
                   "accelerate launch --cpu starts one process whatever --num_processes says: no ranks to observe; "
                   "use --multi_gpu --num_processes N, which starts N processes on CPU too");
     }
-    if (!ownNetwork(opts.command)) return ObservedLauncher::start(opts, layout, placement);
+    if (!opts.own_network) return ObservedLauncher::start(opts, layout, placement);
     (void)sweepStaleNetworks();
     const RunNetwork net = planNetwork(opts.run_id, 1);
     if (auto r = createNetwork(net); !r) return tl::unexpected(r.error());
@@ -119,7 +119,7 @@ class AccelerateLauncher final : public ObservedLauncher {
 
   // The run's own network namespace, where it had one: removed, and what is left said.
   std::vector<std::string> finish(const LaunchOptions& opts) const override {
-    if (!ownNetwork(opts.command)) return {};
+    if (!opts.own_network) return {};
     return tearDownNetwork(planNetwork(opts.run_id, 1));
   }
 

@@ -47,6 +47,10 @@ struct LaunchOptions {
   // Multi-node stacks whose nodes do not all run the same number of ranks: the
   // ranks of each node, n1 first (node_layout.h); empty: the same on each.
   std::vector<int> node_procs;
+  // The launcher runs the job in a network namespace of its own (accelerate
+  // at a c10d rendezvous, whose port is the same for every job): a plan's
+  // choice, never `faultline exec`'s, whose command may need the network.
+  bool own_network = false;
 };
 
 // Sets each variable of `extra` in a "KEY=VALUE" list, replacing any earlier value.
@@ -138,6 +142,7 @@ struct PlannedStart {
   int nproc = 1;
   Environment env{};  // added to the run's environment (LaunchOptions::env): what the launcher reads there
   std::vector<int> node_procs{};  // LaunchOptions::node_procs
+  bool own_network = false;       // LaunchOptions::own_network
 };
 
 // A stack of this launcher as `faultline stacks` offers it.

@@ -257,6 +257,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
   l.node_procs = std::move(planned->node_procs);
+  l.own_network = planned->own_network;
   return plan;
 }
 

@@ -154,6 +154,32 @@ TEST(AccelerateCli, TheCpuPathIsRefusedWithWhy) {
       << readFile(dir / "log");
 }
 
+// accelerate at a c10d rendezvous: its agent meets at localhost:29400
+// whatever the run, so each run gets a network namespace of its own. Two at
+// once both pass only if the port is each one's alone.
+TEST(AccelerateCli, TwoC10dRunsAtOnceEachHaveThePortToThemselves) {
+  if (::access(kFrameworks, X_OK) != 0) GTEST_FAIL() << kFrameworks << " missing: ci/deps installs it";
+  if (::geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  TempDir dir;
+  const std::string scenario = std::string(FL_SOURCE_DIR) + "/scenarios/recovery/crash-loop-exception.toml";
+  std::vector<pid_t> runs;
+  for (const std::string name : {"a", "b"}) {
+    testing::SpawnOptions o;
+    o.argv = {FL_FAULTLINE, "run", scenario, "--stack", "accelerate", "--strict", "-o", dir / name};
+    o.stdout_path = dir / (name + ".log");
+    o.stderr_to_stdout = true;
+    runs.push_back(testing::spawnChild(o));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string name = i == 0 ? "a" : "b";
+    // Its expectations passed, teardown.clean among them: a namespace or
+    // hosts file left would be a teardown leak ("netns: ...").
+    EXPECT_EQ(testing::waitChild(runs[i]).code(), 0) << readFile(dir / (name + ".log"));
+    const std::string sup = readFile(dir / (name + "/supervisor.json"));
+    EXPECT_NE(sup.find("\"c10d\""), std::string::npos) << "run " << name << " met at a c10d rendezvous";
+  }
+}
+
 TEST(SpawnCli, ChildrenWithoutRankAreFoundByTheShimsWord) {
   if (::access(kTorch2, X_OK) != 0) GTEST_FAIL() << kTorch2 << " missing: ci/deps installs it";
   LeakGuard guard;

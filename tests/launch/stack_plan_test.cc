@@ -183,6 +183,8 @@ TEST(StackPlan, ARendezvousBackendConcernsOnlyTheStacksThatRunTorchsAgent) {
     auto backend = std::find(a.begin(), a.end(), "--rdzv_backend");
     ASSERT_NE(backend, a.end());
     EXPECT_EQ(*(backend + 1), "c10d");
+    EXPECT_TRUE(acc.launch.own_network);
+    EXPECT_FALSE(tr.launch.own_network);
   } else {
     ASSERT_TRUE(acc.unsupported);
     EXPECT_NE(acc.unsupported->find("a network namespace of its own"), std::string::npos) << *acc.unsupported;
