@@ -34,7 +34,6 @@ bool cpuPath(const std::vector<std::string>& command) {
   return false;
 }
 
-
 class AccelerateLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "accelerate"; }

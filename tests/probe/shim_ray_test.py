@@ -109,15 +109,33 @@ class EarlierProcesses(unittest.TestCase):
             p = subprocess.Popen(["/bin/true"])
             p.wait()
             gone.append(p.pid)
+        live = subprocess.Popen(["/bin/sleep", "30"])
+        try:
+            with open(path, "w") as f:
+                f.write('{"t":1,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % gone[0])
+                f.write('{"t":2,"rank":1,"pid":%d,"ev":"step_end","step":1}\n' % gone[0])
+                f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2,"attempt":1}\n' % gone[1])
+                # A process of the rank that still runs is no earlier attempt.
+                f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % live.pid)
+                f.write('{"t":4,"rank":1,"pid":%d,"ev":"start"}\n' % os.getpid())  # this process itself
+            self.assertEqual(faultline_shim._earlier_processes(path), 2)
+        finally:
+            live.kill()
+            live.wait()
+
+    def test_a_process_the_rank_started_is_no_new_attempt(self):
+        # A DataLoader worker of the spawn context is a new interpreter
+        # carrying its rank's RANK: with an earlier worker gone beside its
+        # live rank (this test's parent, an ancestor), it is the rank's child,
+        # not a restart.
+        path = os.path.join(tempfile.mkdtemp(), "events.jsonl")
+        p = subprocess.Popen(["/bin/true"])
+        p.wait()
         with open(path, "w") as f:
-            f.write('{"t":1,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % gone[0])
-            f.write('{"t":2,"rank":1,"pid":%d,"ev":"step_end","step":1}\n' % gone[0])
-            f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2,"attempt":1}\n' % gone[1])
-            # A process of the rank that still runs (the rank that started this
-            # one as a child, carrying its RANK) is no earlier attempt.
-            f.write('{"t":3,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % os.getppid())
-            f.write('{"t":4,"rank":1,"pid":%d,"ev":"start"}\n' % os.getpid())  # this process itself
-        self.assertEqual(faultline_shim._earlier_processes(path), 2)
+            f.write('{"t":1,"rank":1,"pid":%d,"ev":"start","world_size":2}\n' % os.getppid())
+            f.write('{"t":2,"rank":1,"pid":%d,"ev":"start"}\n' % p.pid)
+        self.assertIn(os.getppid(), faultline_shim._ancestors())
+        self.assertEqual(faultline_shim._earlier_processes(path), 0)
 
 
 if __name__ == "__main__":

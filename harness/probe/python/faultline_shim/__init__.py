@@ -58,8 +58,10 @@ def _events_path(rank, spawned):
 def _earlier_processes(events_path):
     """The processes that were this rank before in this run and are gone: the
     pids of the `start` events already in its events file (the file is the
-    run's own) whose process no longer runs. One that still runs (a rank that
-    started a Python child carrying its RANK) is no earlier attempt."""
+    run's own) whose process no longer runs. One that still runs is no
+    earlier attempt, and a process started by one of the rank's (a
+    DataLoader worker of the spawn context, a Python child carrying its RANK)
+    is no new attempt: it counts none."""
     pids = set()
     try:
         with open(events_path, "rb") as f:
@@ -71,7 +73,27 @@ def _earlier_processes(events_path):
     except OSError:
         return 0
     pids.discard(str(os.getpid()).encode())
-    return sum(1 for p in pids if p.isdigit() and not _alive(int(p)))
+    started = {int(p) for p in pids if p.isdigit()}
+    if started & _ancestors():
+        return 0
+    return sum(1 for p in started if not _alive(p))
+
+
+def _ancestors():
+    """The pids above this process, its parent first (from /proc)."""
+    out = set()
+    pid = os.getppid()
+    for _ in range(64):
+        if pid <= 1 or pid in out:
+            break
+        out.add(pid)
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as f:
+                stat = f.read()
+            pid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return out
 
 
 def _alive(pid):
