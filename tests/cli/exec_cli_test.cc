@@ -106,7 +106,7 @@ TEST(ExecCli, MaxRestartsRestartsTheRanksAndReportsTheRecovery) {
   const std::string out = dir / "run";
   auto f = runFaultline({"exec", "--nproc", "2", "--max-restarts", "1", "--grace", "1", "-o", out, "--", "/bin/sh", "-c",
                          "if [ $TORCHELASTIC_RESTART_COUNT = 0 ]; then if [ $RANK = 1 ]; then sleep 0.3; "
-                         "echo dying >&2; exit 3; fi; exec sleep 30; fi; echo back"},
+                         "echo dying >&2; exit 3; fi; exec sleep 30; fi; echo back $FAULTLINE_FINGERPRINT_EVERY_STEP"},
                         dir / "log");
   EXPECT_EQ(exitStatus(f), 1) << readFile(dir / "log");  // a failure happened, whatever came after
   auto report = readReport(out + "/report.json");
@@ -119,7 +119,8 @@ TEST(ExecCli, MaxRestartsRestartsTheRanksAndReportsTheRecovery) {
   ASSERT_TRUE(report->recovery);
   EXPECT_EQ(report->recovery->restarts, 1);
   EXPECT_TRUE(report->recovery->recovered);
-  EXPECT_EQ(readFile(out + "/ranks/0/attempt_1/stdout"), "back\n");
+  // Every step's parameter fingerprint, as in a scenario that may restart: where it resumed from is then known.
+  EXPECT_EQ(readFile(out + "/ranks/0/attempt_1/stdout"), "back 1\n");
   // Not for a launcher that restarts (or not) by its own command line.
   auto bad = runFaultline({"exec", "--launcher", "external", "--max-restarts", "1", "-o", dir / "x", "--", "/bin/true"},
                           dir / "log2");
