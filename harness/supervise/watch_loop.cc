@@ -110,10 +110,7 @@ Result<void> WatchLoop::start() {
   rank_tracker_->open();
   auto launched = stack_launcher_.start(attemptOptions(0), layout_, placement);
   if (!launched) return tl::unexpected(launched.error());
-  for (const auto& p : launched->ranks) {
-    addRank(*p.rank, p.pid, p.start_ns, true);
-    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ")", TimelineKind::kStart);
-  }
+  const std::vector<pid_t> started = addStartedRanks(*launched, 0);
   world_size_hint_ = known;
   if (launched->launcher) {
     launcher_ = *launched->launcher;
@@ -128,8 +125,6 @@ Result<void> WatchLoop::start() {
     setTrigger(TriggerKind::kNone, std::nullopt, "launch failed: " + launched->error->str());
     stop_main_ = true;
   }
-  std::vector<pid_t> started;
-  for (const auto& p : launched->ranks) started.push_back(p.pid);
   rank_tracker_->launched(started, launcher_ ? std::optional<pid_t>(launcher_->pid) : std::nullopt);
   if (!containment_.eventsPath().empty()) addWatch(containment_.eventsPath(), WatchKind::kCgroupEvents, -1);
   if (opts_.deadline_s > 0) {
@@ -252,6 +247,20 @@ void WatchLoop::processEnded(ProcessExit e, const ProcessOutcome& outcome) {
     onRankExit(*r, outcome, e.t_ns);
   }
   if (!launcher_ || e.pid != launcher_->pid) process_exits_.push_back(std::move(e));
+}
+
+std::vector<pid_t> WatchLoop::addStartedRanks(const launch::Started& launched, int attempt) {
+  std::vector<pid_t> pids;
+  for (const auto& p : launched.ranks) {
+    addRank(*p.rank, p.pid, p.start_ns, true);
+    pids.push_back(p.pid);
+    timeline(p.rank,
+             "started (pid " + std::to_string(p.pid) + (attempt > 0 ? ", attempt " + std::to_string(attempt) : "") + ")",
+             TimelineKind::kStart);
+    // A restart's output is in a directory of its own (RunLayout::rankAttemptDir).
+    if (attempt > 0) addWatch(layout_.rankAttemptDir(*p.rank, attempt), WatchKind::kRankDir, *p.rank);
+  }
+  return pids;
 }
 
 RankState& WatchLoop::addRank(int rank, pid_t pid, int64_t start_ns, bool our_child) {
@@ -429,15 +438,7 @@ void WatchLoop::startNextAttempt() {
     stop_main_ = true;
     return;
   }
-  std::vector<pid_t> started;
-  for (const auto& p : launched->ranks) {
-    addRank(*p.rank, p.pid, p.start_ns, true);
-    started.push_back(p.pid);
-    timeline(p.rank, "started (pid " + std::to_string(p.pid) + ", attempt " + std::to_string(restarts_) + ")",
-             TimelineKind::kStart);
-    addWatch(layout_.rankAttemptDir(*p.rank, restarts_), WatchKind::kRankDir, *p.rank);
-  }
-  rank_tracker_->launched(started, std::nullopt);
+  rank_tracker_->launched(addStartedRanks(*launched, restarts_), std::nullopt);
   if (launched->error) {
     note("restart " + std::to_string(restarts_) + ": " + launched->error->str());
     stop_main_ = true;

@@ -142,6 +142,9 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
 
   // Facts.
   RankState& addRank(int rank, pid_t pid, int64_t start_ns, bool our_child);
+  // The ranks start() returned, of `attempt` (0: the first), added and said;
+  // their pids, for the rank tracker.
+  std::vector<pid_t> addStartedRanks(const launch::Started& launched, int attempt);
   void onRankExit(RankState& r, std::optional<ProcessOutcome> outcome, int64_t t_ns);
   void onLauncherExit(ProcessOutcome outcome, int64_t t_ns);
   void setTrigger(TriggerKind kind, std::optional<int> rank, std::string detail);
