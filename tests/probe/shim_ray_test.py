@@ -124,9 +124,10 @@ class EarlierProcesses(unittest.TestCase):
             live.wait()
 
     def test_a_process_the_rank_started_is_no_new_attempt(self):
-        # A DataLoader worker of the spawn context is a new interpreter
-        # carrying its rank's RANK: with an earlier worker gone beside its
-        # live rank (this test's parent, an ancestor), it is the rank's child,
+        # A Python started by the rank through another program (`sh -c
+        # "python eval.py"`, which _parent_is_same_rank does not see through)
+        # carries the rank's RANK: with an earlier such process gone beside
+        # its live rank (this test's parent, an ancestor), it is the rank's,
         # not a restart.
         path = os.path.join(tempfile.mkdtemp(), "events.jsonl")
         p = subprocess.Popen(["/bin/true"])

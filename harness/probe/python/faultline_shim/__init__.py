@@ -59,9 +59,10 @@ def _earlier_processes(events_path):
     """The processes that were this rank before in this run and are gone: the
     pids of the `start` events already in its events file (the file is the
     run's own) whose process no longer runs. One that still runs is no
-    earlier attempt, and a process started by one of the rank's (a
-    DataLoader worker of the spawn context, a Python child carrying its RANK)
-    is no new attempt: it counts none."""
+    earlier attempt, and a process started by one of the rank's is no new
+    attempt: it counts none. (A Python child of the rank is no rank at all,
+    _parent_is_same_rank; this is for one started through another program,
+    `sh -c "python eval.py"`, with the rank's RANK.)"""
     pids = set()
     try:
         with open(events_path, "rb") as f:
