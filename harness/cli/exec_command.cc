@@ -98,9 +98,6 @@ int runExec(const ExecOptions& opts, std::ostream& out, std::ostream& err) {
     }
   }
   if (!rank_faults.empty()) so.launch.env["FAULTLINE_FAULT"] = rank_faults;
-  // As a scenario's run that may restart (stack_plan.cc): every step's
-  // parameter fingerprint, so that a restart's parameters name the step it resumed from.
-  if (so.max_restarts > 0) so.launch.env["FAULTLINE_FINGERPRINT_EVERY_STEP"] = "1";
   addLibraryPaths(so, opts.library_paths, launch::absolutePath("."));
   const RunLayout layout(so.out_dir);
   const auto wall_ms = [&] {

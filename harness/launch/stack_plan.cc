@@ -195,9 +195,6 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   LaunchOptions& l = plan.launch;
   for (const auto& [key, value] : s.stack.env) l.env[key] = value;
   if (s.fault && !s.fault->inject.empty()) l.env["FAULTLINE_INJECT"] = s.fault->inject;
-  // A run the launcher may restart: every step's parameter fingerprint, so
-  // that a restart's starting parameters name the step it resumed from.
-  if (s.stack.max_restarts > 0) l.env["FAULTLINE_FINGERPRINT_EVERY_STEP"] = "1";
   if (s.fault && s.fault->scripted()) {
     // The reference trainer takes its fault as --fault flags (faultArgs); in a
     // command trainer the Python shim or the probe strikes it, read from FAULTLINE_FAULT.

@@ -373,6 +373,10 @@ launch::LaunchOptions WatchLoop::attemptOptions(int attempt) const {
   launch::LaunchOptions o = opts_.launch;
   o.attempt = attempt;
   o.max_restarts = opts_.max_restarts;
+  // A run the launcher may restart, whichever launcher: every step's
+  // parameter fingerprint, so that a restart's starting parameters name the
+  // step it resumed from (recovery.cc).
+  if (opts_.max_restarts > 0) o.env["FAULTLINE_FINGERPRINT_EVERY_STEP"] = "1";
   return o;
 }
 
