@@ -23,11 +23,27 @@ the same way at finalization (a gdb backtrace on this machine:
 ~AsyncAllreduceWork -> ~ThreadLocalState -> SafePyObject decref -> take_gil
 -> pthread_exit, in pt_gloo_runloop, while the main thread runs Py_Finalize).
 
-These trainers are about their own faults, not that one: each hands the
-tensors and modules it ran collectives on to settle() before it exits, which
-waits (releasing the GIL) until no Gloo worker holds them, nor any Context a
-backward stashed.
+torch 1.13 has the same race, and there it hangs instead (spawn@1.13,
+metrics-torchmetrics, about 1 run in 15). The worker that drops the last
+reference to a finished collective's tensor whose Python object is gone
+(torchmetrics' gathered states, say) takes the GIL to free that object. If
+the main thread meanwhile destroys the process group (DDP's Reducer letting
+go of it when the model goes, GIL held), it waits on that worker for good.
+eu-stack of such a rank: the main thread in ~Reducer -> ~ProcessGroupGloo ->
+pthread_mutex_lock; a Gloo worker in runLoop -> ~TensorImpl ->
+destroy_pyobj_if_needed -> PyEval_AcquireThread.
+
+These trainers are about their own faults, not that one:
+- every tensor handed to a torch.distributed collective from Python is kept
+  (those of the last 64 calls, to the end of the process), so no worker
+  holds the last reference to a Python tensor, and none needs the GIL to
+  let go;
+- each trainer hands the tensors and modules it ran collectives on to
+  settle() before it exits, which waits (releasing the GIL) until no Gloo
+  worker holds them, nor any Context a backward stashed (2.x).
 """
+import collections
+import functools
 import sys
 import time
 
@@ -55,6 +71,56 @@ def _track_stashed_contexts():
 
 
 _track_stashed_contexts()
+
+# The tensors of the latest collectives called from Python. A Gloo worker
+# holds a call's tensors for a moment after the caller is woken; with one
+# reference kept here the worker's is never the last.
+_kept = collections.deque(maxlen=64)
+
+_COLLECTIVES = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "broadcast", "reduce",
+    "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "gather", "scatter",
+    "all_to_all", "all_to_all_single", "send", "recv", "isend", "irecv",
+)
+
+
+def _collective_tensors(values):
+    for v in values:
+        if isinstance(v, torch.Tensor):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            yield from _collective_tensors(v)
+
+
+def _keeping(collective):
+    @functools.wraps(collective)
+    def call(*args, **kwargs):
+        _kept.append(list(_collective_tensors(list(args) + list(kwargs.values()))))
+        return collective(*args, **kwargs)
+
+    call.__gloo_exit__ = True
+    return call
+
+
+def _keep_collective_tensors():
+    """Wrap torch.distributed's collectives, where the module and its
+    distributed_c10d name the same function (internal callers, such as
+    all_gather_object, use the latter), so each call keeps its tensors."""
+    if not torch.distributed.is_available():
+        return
+    import torch.distributed.distributed_c10d as c10d
+
+    for name in _COLLECTIVES:
+        fn = getattr(c10d, name, None)
+        if fn is None or getattr(fn, "__gloo_exit__", False):
+            continue
+        wrapped = _keeping(fn)
+        setattr(c10d, name, wrapped)
+        if getattr(torch.distributed, name, None) is fn:
+            setattr(torch.distributed, name, wrapped)
+
+
+_keep_collective_tensors()
 
 
 def _tensors(things):

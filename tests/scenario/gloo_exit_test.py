@@ -1,10 +1,12 @@
 """The fixtures' guard against torch 2.x's abort at exit
 (scenarios/python/gloo_exit.py, docs/TORCH2.md): settle() returns only once
-no Gloo worker holds what a backward stashed in torch's thread-local state.
+no Gloo worker holds what a backward stashed in torch's thread-local state,
+and every collective called from Python keeps its tensors (torch 1.13's
+shutdown hang).
 
 Run: /opt/faultline/torch-2.13/bin/python3 tests/scenario/gloo_exit_test.py
-(ctest: gloo_exit/2.13; skips, saying why, where torch has no
-_stash_obj_in_tls)."""
+(ctest: gloo_exit/VERSION; the tests of the stashed state skip, saying
+why, where torch has no _stash_obj_in_tls)."""
 import ast
 import os
 import sys
@@ -72,6 +74,45 @@ class SettleWaitsForStashedState(unittest.TestCase):
                 self.assertTrue(gloo_exit._stashed, "backward stashed nothing: torch changed, gloo_exit needs a look")
                 gloo_exit.settle(model, timeout_s=30)
                 self.assertEqual(gloo_exit._stashed, [])
+            finally:
+                dist.destroy_process_group()
+
+
+class CollectivesKeepTheirTensors(unittest.TestCase):
+    """torch 1.13's face of the same race is a hang: a Gloo worker freeing
+    the last reference to a tensor whose Python object is gone takes the
+    GIL, while the main thread destroys the process group and waits for that
+    worker (metrics-torchmetrics on spawn@1.13). Every collective called from
+    Python keeps its tensors, so the worker's reference is never the last."""
+
+    def test_a_gathered_tensor_outlives_the_callers_references(self):
+        import weakref
+
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
+            try:
+                # torchmetrics' gather, as it calls it: the module's attribute.
+                out = [torch.zeros(3)]
+                dist.all_gather(out, torch.arange(3.0))
+                self.assertEqual(out[0].tolist(), [0.0, 1.0, 2.0])
+                gathered = weakref.ref(out[0])
+                del out
+                self.assertIsNotNone(gathered(), "the gathered tensor died with the caller's list")
+                # Internal callers use distributed_c10d's name.
+                dist.all_gather_object([None], {"step": 3})
+                sent = torch.ones(2)
+                dist.distributed_c10d.broadcast(sent, src=0)
+                self.assertTrue(any(t is sent for call in gloo_exit._kept for t in call))
+            finally:
+                dist.destroy_process_group()
+
+    def test_only_the_latest_calls_are_kept(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
+            try:
+                for _ in range(200):
+                    dist.all_reduce(torch.ones(1))
+                self.assertEqual(len(gloo_exit._kept), gloo_exit._kept.maxlen)
             finally:
                 dist.destroy_process_group()
 
