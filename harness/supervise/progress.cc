@@ -57,6 +57,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
   std::optional<std::string> ev, op, patch, error, group, store_key;
   std::optional<int64_t> rank, seq, t, step, pid;
   std::optional<bool> applied;
+  bool abandoned = false;  // collective_end of an async call the rank left running at destroy_process_group
   bool top_level_object = false;
 
   bool null() override { return value(); }
@@ -64,6 +65,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (depth_ != 1) return true;
     forget();
     if (key_ == "applied") applied = v;
+    if (key_ == "abandoned") abandoned = v;
     return true;
   }
   bool number_integer(number_integer_t v) override { return integer(v); }
@@ -130,6 +132,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "group") group.reset();
     if (key_ == "key") store_key.reset();
     if (key_ == "applied") applied.reset();
+    if (key_ == "abandoned") abandoned = false;
   }
   int depth_ = 0;
   std::string key_;
@@ -171,7 +174,9 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
   if (*f.ev == "pg_init") {
     rendezvous_.erase(rank);
     joined_.insert(rank);
+    destroyed_.erase(rank);
   }
+  if (*f.ev == "pg_destroy") destroyed_.insert(rank);
   if (*f.ev == "data_begin") data_wait_[rank] = f.t.value_or(0);
   if (*f.ev == "data_end") data_wait_.erase(rank);
   if (*f.ev == "store_begin") store_[rank] = StoreWait{f.op.value_or(""), f.store_key.value_or(""), f.t.value_or(0)};
@@ -193,8 +198,10 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
   if (begin) {
     open_[rank] = c;
   } else {
-    // A duration only from the begin of the same call (same op and seq).
-    if (auto it = open_.find(rank); it != open_.end() && it->second.op == c.op && it->second.seq == c.seq && f.t) {
+    // A duration only from the begin of the same call (same op and seq),
+    // and not of one the rank abandoned when it destroyed its group.
+    if (auto it = open_.find(rank);
+        it != open_.end() && it->second.op == c.op && it->second.seq == c.seq && f.t && !f.abandoned) {
       durations_.addCollective(c.op, *f.t - it->second.t_ns);
     }
     open_.erase(rank);
@@ -209,6 +216,7 @@ void CollectiveTracker::forgetProcess(int rank) {
   untraced_.erase(rank);
   step_begin_.erase(rank);
   erred_.erase(rank);
+  destroyed_.erase(rank);
   rendezvous_.erase(rank);
   joined_.erase(rank);
   data_wait_.erase(rank);

@@ -86,6 +86,8 @@ class CollectiveTracker {
   // A rank waiting for its next batch (the shim's data_begin without its
   // data_end): its DataLoader, not the rank, decides when it goes on.
   bool inDataWait(int rank) const { return data_wait_.count(rank) > 0; }
+  // The rank destroyed its default process group (pg_destroy, no pg_init since).
+  bool destroyed(int rank) const { return destroyed_.count(rank) > 0; }
   // Ranks inside a blocking store call (store_begin without its store_end).
   const std::map<int, StoreWait>& storeWaits() const { return store_; }
   // How many default-group collectives completed, every rank's pooled.
@@ -111,6 +113,7 @@ class CollectiveTracker {
   std::set<int> erred_;
   std::map<int, int64_t> rendezvous_;  // rank -> t of its pg_init_begin, until its pg_init
   std::set<int> joined_;               // ranks that wrote pg_init
+  std::set<int> destroyed_;            // ranks that wrote pg_destroy after their last pg_init
   std::map<int, int64_t> data_wait_;   // rank -> t of its open data_begin
   std::map<int, StoreWait> store_;     // rank -> its open store_begin
   DurationHistory durations_;

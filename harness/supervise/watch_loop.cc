@@ -867,6 +867,13 @@ void WatchLoop::onHangTimer() {
     }
   }
   const bool shutdown_hang = !finished.empty() && !stuck.empty();
+  // Every live rank destroyed its process group and has been silent a whole
+  // hang timeout, with no peer finished to compare with (torch 1.13's Gloo
+  // teardown deadlock can take every rank). A rank may still work after its
+  // group is gone (write results, evaluate alone): only a rank whose CPU time
+  // stands still is stuck, as for uninstrumented ranks below.
+  const bool past_their_groups = instrumented && finished.empty() && !stuck.empty() &&
+                                 std::all_of(stuck.begin(), stuck.end(), [&](int r) { return tracker_.destroyed(r); });
   if (const auto stopped = stoppedRanks(); !stopped.empty()) {
     setTrigger(TriggerKind::kHang, stopped.front(),
                "rank(s) " + probe::rankList(stopped) + " stopped (process state T: SIGSTOP, a freeze or a debugger) and no progress for " +
@@ -893,7 +900,8 @@ void WatchLoop::onHangTimer() {
                                   return r->finished;
                                 });
   if (ranks_.empty() || between_attempts ||
-      (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang && !restart_rendezvous)) {
+      (instrumented && !tracker_.anyInCollective() && !tracker_.anyUntraced() && !shutdown_hang && !restart_rendezvous &&
+       !past_their_groups)) {
     armHangTimer(now + limit);
     return;
   }
@@ -907,7 +915,7 @@ void WatchLoop::onHangTimer() {
   // rank waiting in a collective, or the laggard waiting on something else).
   // Every rank busy is no hang: the deadline bounds it.
   std::vector<int> idle;
-  if (!instrumented && !shutdown_hang) {
+  if ((!instrumented && !shutdown_hang) || past_their_groups) {
     if (!idle_probe_) {
       std::vector<pid_t> pids;
       for (const auto& r : ranks_) {
@@ -937,6 +945,10 @@ void WatchLoop::onHangTimer() {
   };
   std::string detail = shutdown_hang ? "rank(s) " + list(stuck) + " still running " + secs + " after rank(s) " +
                                            list(finished) + " exited cleanly, with no progress"
+                       : past_their_groups
+                           ? "rank(s) " + list(stuck) + " destroyed their process group and never exited: no event for " +
+                                 secs + ", and rank(s) " + probe::rankList(idle) + " blocked (no CPU time for " +
+                                 std::to_string(kIdleConfirm.count()) + " ms)"
                        : instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
                                       : "no output and no exit from any rank for " + secs + "; rank(s) " +
                                             probe::rankList(idle) + " blocked (no CPU time for " +

@@ -44,6 +44,29 @@ TEST(CollectiveTracker, ARestartedRanksNewProcessForgetsTheOldOnesCalls) {
   EXPECT_EQ(t.openCollective(0)->seq, 0);
 }
 
+// A rank that destroys its process group with an async collective still
+// running (its Work never waited for) leaves it: the shim ends it as
+// abandoned, which says the rank is no longer in it and is no duration of
+// that op. The rank is then past its group until it joins one again.
+TEST(CollectiveTracker, AnAbandonedCallEndsWithoutADurationAndTheGroupIsDestroyed) {
+  CollectiveTracker t;
+  t.onLine(0, R"({"t":1,"rank":0,"pid":9,"ev":"pg_init"})");
+  EXPECT_FALSE(t.destroyed(0));
+  t.onLine(0, R"({"t":2,"rank":0,"pid":9,"ev":"collective_begin","op":"allreduce","seq":13})");
+  t.onLine(0, R"({"t":1500000002,"rank":0,"pid":9,"ev":"collective_end","op":"allreduce","seq":13,"abandoned":true})");
+  t.onLine(0, R"({"t":1500000003,"rank":0,"pid":9,"ev":"pg_destroy","backend":"gloo"})");
+  EXPECT_FALSE(t.anyInCollective());
+  EXPECT_FALSE(t.durations().op("allreduce"));
+  EXPECT_TRUE(t.destroyed(0));
+  t.onLine(0, R"({"t":1500000004,"rank":0,"pid":9,"ev":"pg_init"})");
+  EXPECT_FALSE(t.destroyed(0));
+  // A call that did complete still counts.
+  t.onLine(0, R"({"t":1500000005,"rank":0,"pid":9,"ev":"collective_begin","op":"allreduce","seq":14})");
+  t.onLine(0, R"({"t":1500000007,"rank":0,"pid":9,"ev":"collective_end","op":"allreduce","seq":14,"abandoned":false})");
+  ASSERT_TRUE(t.durations().op("allreduce"));
+  EXPECT_EQ(t.durations().op("allreduce")->count(), 1u);
+}
+
 // A rank whose collective patch did not apply may be inside a collective the
 // shim could not see: it is not said to be outside one.
 TEST(CollectiveTracker, ARankWithoutCollectiveTracingIsNotSaidToBeOutsideOne) {

@@ -6,7 +6,8 @@ which is the same on every rank of a correct program, a group of every rank
 counted with it; another subgroup's calls count in group_seq) and writes one
 line before and one after. A collective that raises gets no collective_end: it never
 completed, and a rank blocked in it until a timeout must still read as
-waiting there. async_op=True calls end when their Work's future completes.
+waiting there. async_op=True calls end when their Work completes (a thread
+of the shim's polls it: _GlooWaiter; on other backends, its future).
 
 Point-to-point send/recv involve two ranks, not the group, so they carry the
 peer and no seq (numbering them would shift every later collective's seq on
@@ -19,6 +20,7 @@ import itertools
 import os
 import sys
 import threading
+import time
 
 from . import _faults, _instrument, _metrics, _site, _state
 
@@ -121,39 +123,105 @@ def is_gloo(group):
 
 
 class _GlooWaiter:
-    """Waits for async Gloo Works on a thread of the shim's own.
+    """Watches async Gloo Works on a thread of the shim's own.
 
     A Python callback on a Gloo future (Future.then) runs on a Gloo worker
     thread and needs the GIL there, also to be destroyed; a trainer whose
     last reference to the process group goes away while it holds the GIL
     (DDP's Reducer at exit) joins that worker and deadlocks (the kind of hang
     pytorch/pytorch#56297 is). So the shim never puts Python on Gloo's
-    threads: this daemon thread calls Work.wait(), which releases the GIL,
-    and writes collective_end when it returns."""
+    threads: this daemon thread polls the Works it watches and writes
+    collective_end for each that completed without an error.
+
+    - It polls (is_completed(), which keeps the GIL, then a 1-ms sleep)
+      rather than block in Work.wait(). A daemon thread blocked in wait()
+      whose Work completes while the interpreter finalizes takes the GIL
+      back inside pybind's gil_scoped_release, a noexcept destructor, and
+      the rank aborts ("terminate called without an active exception"): an
+      abort of faultline's own making.
+    - It holds no Work once the rank destroys its process group (release(),
+      from destroy_process_group). A Work held here keeps its collective's
+      tensors alive past the group's destruction, which changes what the
+      rank does then: torch 1.13 deadlocks where a Gloo worker frees the
+      last reference to such a tensor while ~ProcessGroupGloo waits for it
+      (diagnosis-unwaited-sync-teardown), and with the shim holding it, it
+      did not."""
+
+    POLL_S = 0.001
 
     def __init__(self):
-        import queue
-
-        self._queue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._watched = []  # [(work, on_done)], only ever referenced under the lock
+        self._wake = threading.Event()
+        self._holding = False  # the thread may hold Works outside the list (checking them)
         self._thread = threading.Thread(target=self._run, name="faultline-shim-waiter", daemon=True)
         self._thread.start()
 
-    def watch(self, work, on_done):
-        self._queue.put((work, on_done))
+    def watch(self, work, on_done, on_abandoned):
+        with self._lock:
+            self._watched.append((work, on_done, on_abandoned))
+        self._wake.set()
+
+    def release(self, timeout_s=0.5):
+        """End every watched Work: those that completed as such, the others
+        as abandoned (the rank destroyed its group while they ran: it waits
+        in them no more), and return once the thread holds none."""
+        with self._lock:
+            watched, self._watched = self._watched, []
+        _end_completed([w for w in watched if _is_completed(w[0])])
+        for w in watched:
+            if not _is_completed(w[0]):
+                _call(w[2])
+        watched = w = None
+        deadline = time.monotonic() + timeout_s
+        while self._holding and time.monotonic() < deadline:
+            time.sleep(self.POLL_S)
+
+    def _completed(self):
+        """The watched Works that completed, taken out of the list."""
+        with self._lock:
+            self._holding = True
+            done = [w for w in self._watched if _is_completed(w[0])]
+            if done:
+                self._watched = [w for w in self._watched if not any(w is d for d in done)]
+            busy = bool(self._watched)
+        return done, busy
 
     def _run(self):
         while True:
-            work, on_done = self._queue.get()
-            try:
-                work.wait()
-            except Exception:  # noqa: BLE001  failed: it never ended
-                continue
-            finally:
-                work = None
-            try:
-                on_done()
-            except Exception:  # noqa: BLE001
-                pass
+            done, busy = self._completed()
+            _end_completed(done)
+            done = None
+            self._holding = False
+            if busy:
+                time.sleep(self.POLL_S)
+            else:
+                self._wake.wait()
+                self._wake.clear()
+
+
+def _end_completed(done):
+    """on_done() for each completed (work, on_done, _) that did not fail."""
+    for work, on_done, _ in done:
+        try:
+            work.wait()  # completed: returns at once, or raises its error
+        except Exception:  # noqa: BLE001  failed: it never ended
+            continue
+        _call(on_done)
+
+
+def _call(callback):
+    try:
+        callback()
+    except Exception:  # noqa: BLE001  an event the rank could not write
+        pass
+
+
+def _is_completed(work):
+    try:
+        return work.is_completed()
+    except Exception:  # noqa: BLE001  a Work that cannot say: treat it as done (wait() tells how)
+        return True
 
 
 _waiter = None
@@ -186,7 +254,10 @@ def end_when_done(rec, work, group, op, seq, numel, dtype, extra):
         rec.collective("collective_end", op, seq, numel, dtype, extra)
 
     if is_gloo(group):
-        _gloo_waiter().watch(work, end)
+        def abandoned():
+            rec.collective("collective_end", op, seq, numel, dtype, extra + ',"abandoned":true')
+
+        _gloo_waiter().watch(work, end, abandoned)
         return True
     # NCCL and others complete the future when the work is enqueued, on the
     # calling thread: the callback runs right here (CUDA-stream semantics).
@@ -390,6 +461,8 @@ def _wrap_destroy(orig):
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("dist.destroy_process_group", e)
                 backend = None
+        if group is None and _waiter is not None:
+            _waiter.release()
         result = orig(group)
         if backend is not None:
             rec.emit("pg_destroy", backend=backend)
