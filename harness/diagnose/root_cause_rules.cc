@@ -9,6 +9,7 @@
 #include "harness/diagnose/node_rules.h"
 #include "harness/diagnose/python_traceback.h"
 #include "harness/diagnose/stack_hang.h"
+#include "harness/diagnose/teardown_deadlock.h"
 #include "harness/diagnose/text.h"
 
 namespace faultline::diagnose {
@@ -670,6 +671,20 @@ std::optional<Candidate> shutdownHang(const Analysis& a) {
       " but never exited";
   c.layers.push_back({"error", detail});
   c.summary = rankPrefix(c.rank) + "shutdown hang: " + detail + where;
+  // Where the rank waits in C++, its native threads say why.
+  for (int r : stuck) {
+    const auto deadlock = glooTeardownDeadlock(in.ranks.at(r).native_stacks);
+    if (!deadlock) continue;
+    c.layers.push_back(
+        {"error", (stuck.size() == 1 ? std::string() : "rank " + std::to_string(r) + ": ") +
+                      "deadlock in torch's Gloo teardown: destroying the process group (" + deadlock->destroying +
+                      "), a thread holds the GIL and waits for a Gloo worker, which waits for the GIL (" +
+                      deadlock->waiting +
+                      ") to free a finished collective's tensor whose Python object is gone; wait() async "
+                      "collectives, or keep their tensors, until the group is destroyed"});
+    c.summary += "; deadlock in torch's Gloo teardown: ~ProcessGroupGloo holds the GIL, a Gloo worker waits for it";
+    break;
+  }
   return Candidate{c, c.rank, {}};
 }
 

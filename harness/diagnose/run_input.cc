@@ -96,10 +96,10 @@ void addAttemptRankDir(RankInput& r, const fs::path& dir) {
   addErrorFile(r, dir / "error.json");
 }
 
-void addStacks(RankInput& r, const fs::path& p) {
+void addStacks(std::vector<StackThread>& to, const fs::path& p) {
   auto text = readTail(p.string());
   if (!text || text->empty()) return;
-  for (StackThread& t : parseStackDump(*text)) r.stacks.push_back(std::move(t));
+  for (StackThread& t : parseStackDump(*text)) to.push_back(std::move(t));
 }
 
 }  // namespace
@@ -483,7 +483,8 @@ void readRankDirs(RunInput& in, const RunLayout& layout) {
       addLog(ri, layout.rankStderr(*r), true);
       addLog(ri, layout.rankStdout(*r), false);
       addErrorFile(ri, layout.rankErrorFile(*r));
-      addStacks(ri, layout.rankStacks(*r));
+      addStacks(ri.stacks, layout.rankStacks(*r));
+      addStacks(ri.native_stacks, layout.rankNativeStacks(*r));
       ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
       splitEventsByAttempt(in, *r);

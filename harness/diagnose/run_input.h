@@ -43,6 +43,7 @@ struct RankInput {
   // does not always name (earlier_failure.h).
   std::vector<ProcessExit> crashed_children;
   std::vector<StackThread> stacks;  // stacks.txt and dumps in output
+  std::vector<StackThread> native_stacks;  // native_stacks.txt: a Python rank stuck on its way out
   EventLog events;
   std::string stderr_tail;
   std::string pg_not_destroyed;  // torch 2.x's warning line, when the rank printed it

@@ -26,6 +26,9 @@ class RunLayout {
   std::string rankEvents(int rank) const { return rankDir(rank) + "/events.jsonl"; }
   std::string rankErrorFile(int rank, int attempt = 0) const { return rankAttemptDir(rank, attempt) + "/error.json"; }
   std::string rankStacks(int rank) const { return rankDir(rank) + "/stacks.txt"; }
+  // The native threads of a Python rank stuck on its way out (eu-stack or
+  // gdb), beside the shim's Python dump in stacks.txt.
+  std::string rankNativeStacks(int rank) const { return rankDir(rank) + "/native_stacks.txt"; }
   std::string launcherDir() const { return out_ + "/launcher"; }
   std::string launcherStdout() const { return launcherDir() + "/stdout"; }
   std::string launcherStderr() const { return launcherDir() + "/stderr"; }

@@ -58,7 +58,7 @@ void Teardown::requestStackDumps(const Ending& ending, const std::function<void(
   // must not wait for them before SIGTERM.
   if (!ctx_.opts.gdb_stacks || !ending.failure) return;
   if (ending.failure->kind != TriggerKind::kHang && ending.failure->kind != TriggerKind::kDeadline) return;
-  requestNativeDumps(usr1);
+  requestNativeDumps(usr1, ending.stuck_on_exit);
 }
 
 std::vector<RankState*> Teardown::requestSigusr1Dumps() {
@@ -103,7 +103,7 @@ void Teardown::requestFlightRecorder() {
   }
 }
 
-void Teardown::requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1) {
+void Teardown::requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1, const std::vector<int>& stuck_on_exit) {
   Host& host = ctx_.host;
   // eu-stack (elfutils) reads a LibTorch rank in about 0.2-0.5 s; gdb first
   // loads the symbols of every shared library, 2-5 s per LibTorch rank and
@@ -130,15 +130,20 @@ void Teardown::requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1)
     // the shim is not; a native dump sees only the interpreter.
     const bool python = exeName(r->pid).rfind("python", 0) == 0;
     const bool dumped = std::find(dumped_by_usr1.begin(), dumped_by_usr1.end(), r.get()) != dumped_by_usr1.end();
-    if (python && dumped) continue;
-    if (python ? !py_spy : !tool) {
-      (python ? no_py_spy : no_native).push_back(r->rank);
+    // A Python rank stuck on its way out waits in C++ (a destructor at
+    // exit): the shim's dump shows the line, its native threads the wait.
+    const bool native_too =
+        python && dumped && std::find(stuck_on_exit.begin(), stuck_on_exit.end(), r->rank) != stuck_on_exit.end();
+    if (python && dumped && !native_too) continue;
+    const bool by_py_spy = python && !native_too;
+    if (by_py_spy ? !py_spy : !tool) {
+      (by_py_spy ? no_py_spy : no_native).push_back(r->rank);
       continue;
     }
     launch::SpawnSpec spec;
     const std::string pid_text = std::to_string(r->pid);
-    const std::string rank_method = python ? "py-spy" : method;
-    if (python) {
+    const std::string rank_method = by_py_spy ? "py-spy" : method;
+    if (by_py_spy) {
       // Python frames first (a fraction of a second), then again with
       // --native: the C++ frames under them, where c10d waits (DDP's
       // Reducer), which costs seconds of symbol loading in a LibTorch
@@ -160,7 +165,7 @@ void Teardown::requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1)
       host.note(rank_method + " for rank " + std::to_string(r->rank) + ": " + made.error().str());
       continue;
     }
-    spec.stdout_path = ctx_.layout.rankStacks(r->rank);
+    spec.stdout_path = native_too ? ctx_.layout.rankNativeStacks(r->rank) : ctx_.layout.rankStacks(r->rank);
     spec.stderr_path = spec.stdout_path;
     launch::Placement helper;  // outside the run's cgroup; dies with the harness
     helper.pdeath_signal = SIGKILL;

@@ -78,6 +78,10 @@ class Teardown {
     // The first failure (a rank's, a hang, the deadline, an interrupt); none
     // for a run that ended clean.
     std::optional<Trigger> failure;
+    // A shutdown hang's stuck ranks: past their work, stuck in C++ where a
+    // Python dump shows only the line that called it (a destructor at
+    // exit). Their native threads are dumped too.
+    std::vector<int> stuck_on_exit;
   };
 
   explicit Teardown(const Context& ctx) : ctx_(ctx) {}
@@ -98,7 +102,7 @@ class Teardown {
   void requestStackDumps(const Ending& ending, const std::function<void()>& meanwhile);
   std::vector<RankState*> requestSigusr1Dumps();
   void requestFlightRecorder();
-  void requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1);
+  void requestNativeDumps(const std::vector<RankState*>& dumped_by_usr1, const std::vector<int>& stuck_on_exit);
   // Ends every process of the run; returns when every one was gone.
   int64_t endProcesses(const Ending& ending, const std::vector<pid_t>& live);
   // SIGKILL to the stopped ones among live, beside a launcher's SIGTERM: a

@@ -954,6 +954,7 @@ void WatchLoop::onHangTimer() {
                                             probe::rankList(idle) + " blocked (no CPU time for " +
                                             std::to_string(kIdleConfirm.count()) + " ms)";
   std::optional<int> rank;
+  if (shutdown_hang || past_their_groups) stuck_on_exit_ = stuck;
   setTrigger(TriggerKind::kHang, rank, detail);
   stop_main_ = true;
 }
@@ -1119,6 +1120,7 @@ void WatchLoop::teardown() {
   ending.stack_ended = !triggered_ || trigger_.kind == TriggerKind::kNone ||
                        (stack_launcher_.exitEndsRun() && launcher_finished_);
   if (triggered_ && trigger_.kind != TriggerKind::kNone) ending.failure = trigger_;
+  ending.stuck_on_exit = stuck_on_exit_;
   teardown_.run(ending);
   for (pid_t p : adopted_) timeline(std::nullopt, "reaped orphan pid " + std::to_string(p), TimelineKind::kTeardown);
 }

@@ -205,6 +205,7 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   // silence reached the hang timeout; compared kIdleConfirm later.
   std::optional<std::map<pid_t, uint64_t>> idle_probe_;
   bool busy_noted_ = false;
+  std::vector<int> stuck_on_exit_;  // a shutdown hang's stuck ranks (Teardown::Ending)
   Trigger trigger_;
   bool triggered_ = false;
   bool stop_main_ = false;

@@ -126,7 +126,7 @@ TEST(Teardown, AStuckRunIsEndedAndARankThatIgnoresSigtermIsNamed) {
   f.host.add(meek);
   f.host.add(stubborn);
   Teardown t = f.make();
-  t.run({false, hang()});
+  t.run({false, hang(), {}});
   const TeardownRecord& rec = t.record();
   EXPECT_GT(rec.started_ns, 0);
   EXPECT_EQ(rec.report.escalation, Escalation::kSigkill);
@@ -157,7 +157,7 @@ TEST(Teardown, WhatAFinishedStackLeftRunningIsASurvivor) {
   f.host.add(startHostile(f.dir, "sleep:60"));
   Teardown t = f.make();
   const auto t0 = std::chrono::steady_clock::now();
-  t.run({true, std::nullopt});
+  t.run({true, std::nullopt, {}});
   // The allowance (at most 1 s) for what is on its way out, then the ladder.
   EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
   const TeardownRecord& rec = t.record();
@@ -183,7 +183,7 @@ TEST(Teardown, ARunWithNothingLeftSendsNothing) {
     return f.host.ranks[0]->finished;
   }, testing::scaled(std::chrono::seconds(10))));
   Teardown t = f.make();
-  t.run({true, std::nullopt});
+  t.run({true, std::nullopt, {}});
   const TeardownRecord& rec = t.record();
   EXPECT_EQ(rec.started_ns, 0);
   EXPECT_TRUE(rec.signals.empty());
