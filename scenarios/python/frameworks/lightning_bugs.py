@@ -55,6 +55,23 @@ class Model(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
+def short_timeout_trainer(devices, steps):
+    """A CPU DDP Trainer whose collectives fail after waiting 10 s for a
+    peer, as the plain scripts' init_process_group(timeout=10 s) do
+    (Lightning's own default is 30 min): a rank left alone in one ends in
+    seconds."""
+    return L.Trainer(
+        accelerator="cpu",
+        devices=devices,
+        strategy=DDPStrategy(timeout=timedelta(seconds=10)),
+        max_steps=steps,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--devices", type=int, default=2)
@@ -68,19 +85,7 @@ def main():
     rank = int(os.environ.get("LOCAL_RANK", "0"))
     bad = args.bug_batch * 8 if args.bug == "worker" and rank == args.bug_rank else None
     data = DataLoader(Records(512, bad), batch_size=8, num_workers=1 if args.bug == "worker" else 0)
-    trainer = L.Trainer(
-        accelerator="cpu",
-        devices=args.devices,
-        # A collective that waits 10 s for a peer fails, as the plain
-        # scripts' init_process_group(timeout=10 s) does (Lightning's own
-        # default is 30 min): a rank left alone in one ends in seconds.
-        strategy=DDPStrategy(timeout=timedelta(seconds=10)),
-        max_steps=args.steps,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
+    trainer = short_timeout_trainer(args.devices, args.steps)
     model = Model(args.bug, args.bug_rank, args.bug_batch)
     trainer.fit(model, data)
     gloo_exit.settle(model)

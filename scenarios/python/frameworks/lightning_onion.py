@@ -12,12 +12,10 @@ import argparse
 import logging
 import os
 import sys
-from datetime import timedelta
 
 import lightning as L
 import torch
 import torch.nn as nn
-from lightning.pytorch.strategies import DDPStrategy
 from torch.utils.data import DataLoader, DistributedSampler
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,6 +24,7 @@ sys.path.insert(0, os.path.normpath(os.path.join(HERE, "..", "diagnosis")))
 import gloo_exit  # noqa: E402  torch 2.x's abort at exit; before any backward(), whose state it tracks
 import ddp_common as ddp  # noqa: E402
 import onion  # noqa: E402
+from lightning_bugs import short_timeout_trainer  # noqa: E402  beside this script
 
 
 class Model(L.LightningModule):
@@ -86,18 +85,7 @@ def main():
         shard = list(DistributedSampler(base, num_replicas=args.devices, rank=rank, shuffle=True, seed=0))
         poison = shard[args.fault_step * onion.BATCH]
     data = DataLoader(onion.Records(base, poison, how), batch_size=onion.BATCH, num_workers=2 if how else 0)
-    trainer = L.Trainer(
-        accelerator="cpu",
-        devices=args.devices,
-        # A collective that waits 10 s for a peer fails, as the plain
-        # trainers' init_process_group(timeout=10 s) does.
-        strategy=DDPStrategy(timeout=timedelta(seconds=10)),
-        max_steps=args.steps,
-        logger=False,
-        enable_checkpointing=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-    )
+    trainer = short_timeout_trainer(args.devices, args.steps)
     model = Model(args)
     trainer.fit(model, data)
     gloo_exit.settle(model)
