@@ -580,6 +580,37 @@ TEST(Supervise, InstrumentedRanksOutsideCollectivesAreNoHang) {
   EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
 }
 
+// Every rank destroyed its process group and none exits, with no peer
+// finished to compare with (torch 1.13's Gloo teardown deadlock can take
+// every rank): a shutdown hang once a rank is seen blocked; ranks still
+// working after their groups are gone are none.
+TEST(Supervise, RanksBlockedAfterDestroyingTheirGroupsAreAShutdownHang) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=pg-destroyed:30"});
+  o.hang_timeout_s = 0.5;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  const auto& rec = run->record;
+  EXPECT_EQ(rec.trigger.kind, TriggerKind::kHang) << rec.trigger.detail;
+  EXPECT_NE(rec.trigger.detail.find("rank(s) 0,1 destroyed their process group and never exited"), std::string::npos)
+      << rec.trigger.detail;
+  EXPECT_TRUE(rec.teardown.report.clean);
+}
+
+TEST(Supervise, RanksWorkingAfterDestroyingTheirGroupsAreNoHang) {
+  LeakGuard guard;
+  TempDir dir;
+  auto o = builtin(dir, 2, {"*=pg-destroyed-spin:3"});
+  o.hang_timeout_s = 1;
+  o.gdb_stacks = false;
+  auto run = superviseRun(o);
+  ASSERT_TRUE(run) << run.error().str();
+  EXPECT_EQ(run->record.trigger.kind, TriggerKind::kNone) << run->record.trigger.detail;
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(rankOf(run->record, r).exit_code, std::optional<int>(0));
+}
+
 TEST(Supervise, SilenceIsAHangWhenARanksCollectivesAreNotTraced) {
   // Rank 1 may be waiting in an all-reduce the shim could not wrap: nobody
   // being in a traced collective no longer means the ranks are computing.

@@ -151,7 +151,7 @@ class _GlooWaiter:
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._watched = []  # [(work, on_done)], only ever referenced under the lock
+        self._watched = []  # [(work, on_done, on_abandoned)], only ever referenced under the lock
         self._wake = threading.Event()
         self._holding = False  # the thread may hold Works outside the list (checking them)
         self._thread = threading.Thread(target=self._run, name="faultline-shim-waiter", daemon=True)
@@ -168,9 +168,11 @@ class _GlooWaiter:
         in them no more), and return once the thread holds none."""
         with self._lock:
             watched, self._watched = self._watched, []
-        _end_completed([w for w in watched if _is_completed(w[0])])
-        for w in watched:
-            if not _is_completed(w[0]):
+        # One look at each: a Work completing in between is ended either way.
+        completed = [_is_completed(w[0]) for w in watched]
+        _end_completed([w for w, c in zip(watched, completed) if c])
+        for w, c in zip(watched, completed):
+            if not c:
                 _call(w[2])
         watched = w = None
         deadline = time.monotonic() + timeout_s
