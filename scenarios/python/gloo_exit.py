@@ -92,14 +92,27 @@ def _collective_tensors(values):
             yield from _collective_tensors(v)
 
 
-def _keeping(collective):
-    @functools.wraps(collective)
+# The wrapper is compiled as "<gloo_exit>": a file name in angle brackets is
+# library code to faultline (the shim's call sites, the diagnosis's
+# locations), as torch's own frames are. Written here as a plain def, its
+# frame would be the innermost frame outside torch of every collective, and
+# each call site would read gloo_exit.py instead of the trainer's line.
+_KEEPING_SOURCE = """
+def keeping(collective, keep, tensors, wraps):
+    @wraps(collective)
     def call(*args, **kwargs):
-        _kept.append(list(_collective_tensors(list(args) + list(kwargs.values()))))
+        keep(list(tensors(list(args) + list(kwargs.values()))))
         return collective(*args, **kwargs)
 
     call.__gloo_exit__ = True
     return call
+"""
+_namespace = {}
+exec(compile(_KEEPING_SOURCE, "<gloo_exit>", "exec"), _namespace)
+
+
+def _keeping(collective):
+    return _namespace["keeping"](collective, _kept.append, _collective_tensors, functools.wraps)
 
 
 def _keep_collective_tensors():

@@ -106,6 +106,14 @@ class CollectivesKeepTheirTensors(unittest.TestCase):
             finally:
                 dist.destroy_process_group()
 
+    def test_the_wrapper_is_no_call_site(self):
+        # The shim names a collective's call site by the innermost frame
+        # outside library code; the wrapper's frame must not be it (a file in
+        # angle brackets is library code to the shim and the diagnosis).
+        for fn in (dist.all_reduce, dist.distributed_c10d.all_gather):
+            self.assertTrue(getattr(fn, "__gloo_exit__", False))
+            self.assertEqual(fn.__code__.co_filename, "<gloo_exit>")
+
     def test_only_the_latest_calls_are_kept(self):
         with tempfile.TemporaryDirectory() as tmp:
             dist.init_process_group("gloo", init_method=f"file://{tmp}/store", rank=0, world_size=1)
