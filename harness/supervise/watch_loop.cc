@@ -943,16 +943,15 @@ void WatchLoop::onHangTimer() {
     for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
     return out;
   };
+  const std::string blocked =
+      "rank(s) " + probe::rankList(idle) + " blocked (no CPU time for " + std::to_string(kIdleConfirm.count()) + " ms)";
   std::string detail = shutdown_hang ? "rank(s) " + list(stuck) + " still running " + secs + " after rank(s) " +
                                            list(finished) + " exited cleanly, with no progress"
                        : past_their_groups
                            ? "rank(s) " + list(stuck) + " destroyed their process group and never exited: no event for " +
-                                 secs + ", and rank(s) " + probe::rankList(idle) + " blocked (no CPU time for " +
-                                 std::to_string(kIdleConfirm.count()) + " ms)"
+                                 secs + ", and " + blocked
                        : instrumented ? "no progress event for " + secs + "; " + tracker_.describe()
-                                      : "no output and no exit from any rank for " + secs + "; rank(s) " +
-                                            probe::rankList(idle) + " blocked (no CPU time for " +
-                                            std::to_string(kIdleConfirm.count()) + " ms)";
+                                      : "no output and no exit from any rank for " + secs + "; " + blocked;
   std::optional<int> rank;
   if (shutdown_hang || past_their_groups) stuck_on_exit_ = stuck;
   setTrigger(TriggerKind::kHang, rank, detail);

@@ -80,13 +80,10 @@ def train_step(model, opt, xb, yb):
     return loss
 
 
-# The last all-reduced tensors stay referenced until the process ends. In
-# torch 1.13 a tensor whose Python object is gone while a Gloo work still
-# holds it is freed by Gloo's worker thread, which then needs the GIL; if the
-# main thread is just destroying the process group (DDP's last reference goes
-# at the end of main()) it holds the GIL and joins that worker: the rank never
-# exits (seen here in 1 of 3 runs on a loaded machine, with or without
-# faultline). These fixtures are about their own faults, not that one.
+# The last all-reduced losses, which cleanup() hands to gloo_exit.settle()
+# (torch 2.x: it waits until no Gloo worker holds them). Keeping them alive
+# against torch 1.13's teardown hang is gloo_exit's own wrapping of the
+# collectives now, for every call (docs/TORCH2.md).
 _recent = collections.deque(maxlen=4)
 
 
