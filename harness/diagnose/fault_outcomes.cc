@@ -93,6 +93,12 @@ std::string whyNotStruck(const RunInput& in, const RequestedFault& f, const std:
       return why + "no aimed rank reached collective #" + std::to_string(k) + " (" +
              per(found, n, "entered collectives:") + ")";
     }
+  } else if (spec && spec->after_s && spec->since_first_step) {
+    std::vector<int64_t> last;
+    for (int r : found) last.push_back(lastStep(in.ranks.at(r)));
+    if (std::all_of(last.begin(), last.end(), [](int64_t s) { return s < 0; })) {
+      return why + "no aimed rank recorded a step, so the fault's clock (since its first step) never started";
+    }
   } else if (spec && spec->after_s && in.supervisor && in.supervisor->end_ns > in.supervisor->start_ns) {
     const double ran_s = static_cast<double>(in.supervisor->end_ns - in.supervisor->start_ns) / 1e9;
     if (ran_s < *spec->after_s) {

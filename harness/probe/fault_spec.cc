@@ -184,6 +184,11 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
           return tl::unexpected("bad fault time after='" + std::string(value) + "', expected seconds >= 0");
         }
         spec.after_s = t;
+      } else if (key == "since") {
+        if (value != "start" && value != "first_step") {
+          return tl::unexpected("bad fault since='" + std::string(value) + "', expected start or first_step");
+        }
+        spec.since_first_step = value == "first_step";
       } else if (key == "node") {
         if (value.empty()) return tl::unexpected(std::string("bad fault node '', expected a node name such as n2"));
         spec.node = std::string(value);
@@ -205,7 +210,7 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
         spec.by = std::string(value);
       } else {
         return tl::unexpected("unknown fault option '" + std::string(key) +
-                              "', expected rank, node, step, collective, op, nth, after, point, attempt, arg or by");
+                              "', expected rank, node, step, collective, op, nth, after, since, point, attempt, arg or by");
       }
     }
     if (colon == std::string_view::npos) break;
@@ -214,6 +219,9 @@ tl::expected<FaultSpec, std::string> parseFaultSpec(std::string_view text) {
   const int points = step_given + spec.collective.has_value() + !spec.op.empty() + spec.after_s.has_value() + spec.rendezvous;
   if (points > 1) return tl::unexpected(std::string("a fault strikes at one point, expected one of step, collective, op or after"));
   if (spec.nth != 1 && spec.op.empty()) return tl::unexpected(std::string("nth counts the calls of an op, expected op=OP with it"));
+  if (spec.since_first_step && !spec.after_s) {
+    return tl::unexpected(std::string("since says where after's seconds count from, expected after=T with it"));
+  }
   return spec;
 }
 
@@ -228,7 +236,7 @@ std::string FaultSpec::text() const {
   } else if (after_s) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%g", *after_s);
-    s += std::string(":after=") + buf;
+    s += std::string(":after=") + buf + (since_first_step ? ":since=first_step" : "");
   } else {
     s += ":step=" + std::to_string(step);
   }
@@ -249,7 +257,7 @@ std::string FaultSpec::point() const {
   if (!op.empty()) return op + " call " + std::to_string(nth);
   if (after_s) {
     char buf[48];
-    std::snprintf(buf, sizeof buf, "%g s after start", *after_s);
+    std::snprintf(buf, sizeof buf, since_first_step ? "%g s after the first step" : "%g s after start", *after_s);
     return buf;
   }
   return "step " + std::to_string(step);
@@ -307,6 +315,10 @@ tl::expected<void, std::string> checkLayer(const FaultSpec& spec, FaultLayer lay
   if (spec.rendezvous && spec.kind != FaultKind::kAgentKill) {
     return tl::unexpected("point \"rendezvous\" is agent_kill's (before the node's ranks exist), expected step, "
                           "collective or after_s for " + kind);
+  }
+  if (spec.since_first_step && layer != FaultLayer::kSupervisor) {
+    return tl::unexpected(std::string(faultLayerName(layer)) + " counts after_s from the rank's start and strikes at its "
+                          "next step after it; since = \"first_step\" is the supervisor's, expected by = \"supervisor\"");
   }
   if (layer == FaultLayer::kSupervisor && !spec.op.empty()) {
     return tl::unexpected("the supervisor sees a rank's collectives by number, not by op: expected collective = K, "

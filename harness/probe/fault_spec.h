@@ -56,6 +56,10 @@ struct FaultSpec {
   std::string op;
   long nth = 1;
   std::optional<double> after_s;
+  // after_s counted from the rank's first step (the supervisor's clock starts
+  // at the rank's first step_begin) instead of the run's start: a time point
+  // that is mid-training however long the ranks take to start.
+  bool since_first_step = false;
   // "trainer" (the reference trainer or the shim), "supervisor", or "": the
   // layer's default (scenario.cc, exec).
   std::string by;
@@ -74,7 +78,8 @@ struct FaultSpec {
   bool atStep() const { return !collective && op.empty() && !after_s && !rendezvous; }
   // The FAULTLINE_FAULT form: "KIND:rank=R:step=S[:arg=X]" or with the point it has.
   std::string text() const;
-  // "step 3", "collective #5", "allreduce call 2", "2.5 s after start", "rendezvous".
+  // "step 3", "collective #5", "allreduce call 2", "2.5 s after start",
+  // "2.5 s after the first step", "rendezvous".
   std::string point() const;
 
   bool targets(int r) const;

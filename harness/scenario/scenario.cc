@@ -531,6 +531,14 @@ void parseFaultPoint(Checker& c, const toml::table& t, Fault& f) {
     if (!(*a >= 0) || !std::isfinite(*a)) c.error(t.get("after_s")->source(), "fault.after_s: impossible, expected seconds >= 0");
     f.after_s = *a;
   }
+  if (auto since = c.str(t, "since", "fault")) {
+    if (*since != "start" && *since != "first_step") {
+      c.error(t.get("since")->source(), "fault.since: unknown '" + *since + "', expected start (the default) or first_step");
+    } else if (!t.get("after_s")) {
+      c.error(t.get("since")->source(), "fault.since: says where after_s counts from, expected after_s = T with it");
+    }
+    f.since_first_step = *since == "first_step";
+  }
   int points = 0;
   const toml::node* second = nullptr;
   for (const char* key : {"step", "collective", "op", "after_s", "point"}) {
@@ -630,7 +638,7 @@ void parseNodeFault(Checker& c, const toml::table& t, const Stack& stack, Fault&
 }
 
 void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) {
-  c.onlyKeys(t, {"kind", "rank", "node", "step", "collective", "op", "nth", "after_s", "point", "arg", "by", "inject", "attempt"},
+  c.onlyKeys(t, {"kind", "rank", "node", "step", "collective", "op", "nth", "after_s", "since", "point", "arg", "by", "inject", "attempt"},
              "[fault]");
   parseNodeFault(c, t, stack, f);
   parseInject(c, t, stack, f);
@@ -640,7 +648,7 @@ void parseFault(Checker& c, const toml::table& t, const Stack& stack, Fault& f) 
   }
   if (!kind && !c.failed()) {
     // rank, step and arg place a `kind` fault; an inject spec carries its own rank.
-    for (const char* key : {"rank", "step", "collective", "op", "nth", "after_s", "arg", "by", "attempt"}) {
+    for (const char* key : {"rank", "step", "collective", "op", "nth", "after_s", "since", "arg", "by", "attempt"}) {
       if (const toml::node* n = t.get(key)) {
         c.error(n->source(), std::string("fault.") + key + ": applies to fault.kind, which is not set; an inject "
                                                           "spec takes its rank inside, as in \"write:ENOSPC:rank=1\"");

@@ -1,6 +1,8 @@
 // FaultDelivery: scripted faults struck from outside the rank.
 #include "harness/supervise/fault_delivery.h"
 
+#include <algorithm>
+
 namespace faultline::supervise {
 
 FaultDelivery::FaultDelivery(std::vector<probe::FaultSpec> faults) {
@@ -21,11 +23,20 @@ Strike FaultDelivery::strike(const probe::FaultSpec& f, int rank) const {
   return s;
 }
 
-void FaultDelivery::onEvent(int rank, std::string_view ev, std::optional<int64_t> step, std::optional<int64_t> seq) {
+bool FaultDelivery::onEvent(int rank, std::string_view ev, std::optional<int64_t> step, std::optional<int64_t> seq,
+                            double elapsed_s) {
   const bool step_begin = ev == "step_begin" && step;
   const bool collective_begin = ev == "collective_begin" && seq;
-  if (!step_begin && !collective_begin) return;
-  if (step_begin) steps_[rank] = *step;
+  if (!step_begin && !collective_begin) return false;
+  bool clock_started = false;
+  if (step_begin) {
+    steps_[rank] = *step;
+    if (first_step_s_.emplace(rank, elapsed_s).second) {
+      clock_started = std::any_of(faults_.begin(), faults_.end(), [&](const Pending& p) {
+        return p.fault.after_s && p.fault.since_first_step && p.fault.targets(rank) && !p.struck.count(rank);
+      });
+    }
+  }
   for (auto& p : faults_) {
     const probe::FaultSpec& f = p.fault;
     if (p.struck.count(rank) || !f.targets(rank)) continue;
@@ -40,6 +51,15 @@ void FaultDelivery::onEvent(int rank, std::string_view ev, std::optional<int64_t
       ready_.push_back(strike(f, rank));
     }
   }
+  return clock_started;
+}
+
+std::optional<double> FaultDelivery::timeFor(const probe::FaultSpec& f, int r) const {
+  if (!f.after_s) return std::nullopt;
+  if (!f.since_first_step) return *f.after_s;
+  auto it = first_step_s_.find(r);
+  if (it == first_step_s_.end()) return std::nullopt;
+  return it->second + *f.after_s;
 }
 
 std::vector<Strike> FaultDelivery::due(double elapsed_s, const std::set<int>& running) {
@@ -47,9 +67,11 @@ std::vector<Strike> FaultDelivery::due(double elapsed_s, const std::set<int>& ru
   ready_.clear();
   for (auto& p : faults_) {
     const probe::FaultSpec& f = p.fault;
-    if (!f.after_s || elapsed_s < *f.after_s) continue;
+    if (!f.after_s) continue;
     for (int r : running) {
       if (p.struck.count(r) || !f.targets(r)) continue;
+      const auto at = timeFor(f, r);
+      if (!at || elapsed_s < *at) continue;
       p.struck.insert(r);
       if (!f.node.empty()) p.struck.insert(f.ranks.begin(), f.ranks.end());
       out.push_back(strike(f, r));
@@ -60,11 +82,22 @@ std::vector<Strike> FaultDelivery::due(double elapsed_s, const std::set<int>& ru
 
 std::optional<double> FaultDelivery::nextTime() const {
   std::optional<double> next;
+  auto earliest = [&](double t) {
+    if (!next || t < *next) next = t;
+  };
   for (const auto& p : faults_) {
     if (!p.fault.after_s) continue;
     // Pending while some aimed rank is not struck yet (every rank: until all are).
     const bool done = !p.fault.ranks.empty() && p.struck.size() >= p.fault.ranks.size();
-    if (!done && (!next || *p.fault.after_s < *next)) next = *p.fault.after_s;
+    if (done) continue;
+    if (!p.fault.since_first_step) {
+      earliest(*p.fault.after_s);
+      continue;
+    }
+    // From a first step: the ranks whose clock runs and who are not struck.
+    for (const auto& [r, t] : first_step_s_) {
+      if (p.fault.targets(r) && !p.struck.count(r)) earliest(t + *p.fault.after_s);
+    }
   }
   return next;
 }

@@ -3,7 +3,8 @@
 // (SIGKILL, SIGSEGV, SIGABRT, SIGTERM, SIGSTOP), or a freeze of the rank's
 // whole process tree (SIGSTOP to the rank and every process under it). The
 // point is a step or a collective the rank's own events announce, or a time
-// since the run started (probe::FaultSpec with by = "supervisor"). Pure: the
+// since the run started or since the rank's first step (probe::FaultSpec with
+// by = "supervisor"). Pure: the
 // watch loop feeds it event fields and the clock, and carries out what it returns.
 #pragma once
 
@@ -36,8 +37,12 @@ class FaultDelivery {
   explicit FaultDelivery(std::vector<probe::FaultSpec> faults);
   bool empty() const { return faults_.empty(); }
 
-  // One event of rank `rank`: its step_begin (with the step) or collective_begin (with the seq).
-  void onEvent(int rank, std::string_view ev, std::optional<int64_t> step, std::optional<int64_t> seq);
+  // One event of rank `rank`, read `elapsed_s` after the run started: its
+  // step_begin (with the step) or collective_begin (with the seq). True when
+  // it starts a fault's clock (a first step, for since = "first_step"): the
+  // caller's timer then has a new time to wait for.
+  bool onEvent(int rank, std::string_view ev, std::optional<int64_t> step, std::optional<int64_t> seq,
+               double elapsed_s);
   // What is due now, `elapsed_s` after the run started, on the ranks running
   // (for time points); each fault strikes each of its ranks once.
   std::vector<Strike> due(double elapsed_s, const std::set<int>& running);
@@ -54,10 +59,14 @@ class FaultDelivery {
     std::set<int> struck;
   };
   Strike strike(const probe::FaultSpec& f, int rank) const;
+  // When fault f's time comes for rank r, in seconds after the run started;
+  // none while its clock has not started (no first step yet).
+  std::optional<double> timeFor(const probe::FaultSpec& f, int r) const;
 
   std::vector<Pending> faults_;
   std::vector<Strike> ready_;     // reached by an event, not yet handed out
   std::map<int, int64_t> steps_;  // rank -> its latest step_begin
+  std::map<int, double> first_step_s_;  // rank -> when its first step_begin was read
 };
 
 }  // namespace faultline::supervise

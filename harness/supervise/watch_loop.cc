@@ -660,7 +660,10 @@ void WatchLoop::readEvents(int rank) {
     if (f.ev == "work_end" && f.pid) {
       if (RankState* r = rankByPid(static_cast<pid_t>(*f.pid))) r->work_done = true;
     }
-    if (!faults_.empty()) faults_.onEvent(f.rank, f.ev, f.step, f.seq);
+    if (!faults_.empty() &&
+        faults_.onEvent(f.rank, f.ev, f.step, f.seq, std::chrono::duration<double>(Clock::now() - start_mono_).count())) {
+      armFaultTimer();
+    }
     any_event = any_event || !f.ev.empty();
     progress_event = progress_event || (!f.ev.empty() && f.ev != "start" && f.ev != "instrument");
   });

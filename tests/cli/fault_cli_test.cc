@@ -110,6 +110,33 @@ TEST(FaultCli, TheSupervisorKillsARankFromOutsideAtItsStep) {
   EXPECT_EQ(faults[0]["rule"], "sigkill:rank=0:step=3");
 }
 
+// since = "first_step": the supervisor's clock starts at the rank's first
+// step, so even a time of 0 strikes mid-training, never while torch imports
+// or the process group forms (which a loaded machine makes take seconds).
+TEST(FaultCli, TheSupervisorsClockSinceTheFirstStepStrikesMidTraining) {
+  const auto pythons = torchPythons();
+  ASSERT_FALSE(pythons.empty());
+  LeakGuard guard;
+  TempDir dir;
+  const std::string out = dir / "run";
+  const int rc = runFaultline({"exec", "--nproc", "2", "--hang-timeout", "20", "--deadline", "120", "-o", out,
+                               "--fault", "sigkill:rank=0:after=0:since=first_step:by=supervisor", "--",
+                               pythons.back(), plainTrainer(), "--steps", "100000"},
+                              dir / "log");
+  EXPECT_EQ(rc, 1) << readFile(dir / "log");
+  auto report = readReport(out + "/report.json");
+  ASSERT_TRUE(report) << report.error().str();
+  ASSERT_TRUE(report->root_cause) << readFile(out + "/report.json");
+  EXPECT_EQ(report->root_cause->rank, 0);
+  EXPECT_EQ(report->root_cause->signal, "SIGKILL");
+  const auto faults = faultEvents(out, 0);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0]["point"], "0 s after the first step");
+  EXPECT_EQ(faults[0]["rule"], "sigkill:rank=0:after=0:since=first_step");
+  ASSERT_TRUE(faults[0]["step"].is_number()) << faults[0].dump();
+  EXPECT_GE(faults[0]["step"].get<int>(), 1);
+}
+
 // A frozen rank makes no progress whatever it was doing: the supervisor's
 // hang check names it (process state T), whether or not it is instrumented.
 TEST(FaultCli, AFrozenRankIsAHangThatNamesIt) {
@@ -305,6 +332,12 @@ TEST(FaultCli, AShimFaultPastTheLastStepIsAnErrorSayingHowFarTheRanksGot) {
 TEST(FaultCli, ASupervisorFaultPastTheLastStepIsAnError) {
   pythonFaultNeverReached("sigterm:rank=0:step=40:by=supervisor", "3", "sigterm:rank=0:step=40",
                           "no aimed rank reached step 40");
+}
+
+TEST(FaultCli, ASupervisorClockThatNeverStartsIsAnErrorSayingWhy) {
+  pythonFaultNeverReached("sigkill:rank=0:after=0:since=first_step:by=supervisor", "0",
+                          "sigkill:rank=0:after=0:since=first_step",
+                          "no aimed rank recorded a step, so the fault's clock (since its first step) never started");
 }
 
 TEST(FaultCli, AProbeFaultPastTheLastStepIsAnError) {

@@ -115,6 +115,7 @@ std::string toTomlText(const sc::Scenario& s) {
         fault.insert_or_assign("nth", static_cast<int64_t>(f.nth));
       } else if (f.after_s) {
         fault.insert_or_assign("after_s", *f.after_s);
+        if (f.since_first_step) fault.insert_or_assign("since", "first_step");
       } else if (f.rendezvous) {
         fault.insert_or_assign("point", "rendezvous");
       } else {
@@ -165,7 +166,7 @@ json summary(const sc::Scenario& s) {
           {"instrument", s.stack.instrument},
           {"fault", s.fault ? json{std::string(faultline::probe::faultKindName(s.fault->kind)), s.fault->ranks, s.fault->step, s.fault->arg, s.fault->inject,
                                    s.fault->collective ? json(*s.fault->collective) : json(), s.fault->op,
-                                   s.fault->nth, s.fault->after_s ? json(*s.fault->after_s) : json(), s.fault->by,
+                                   s.fault->nth, s.fault->after_s ? json(*s.fault->after_s) : json(), s.fault->since_first_step, s.fault->by,
                                    s.fault->node, s.fault->rendezvous}
                             : json()},
           {"limits", {s.limits.hang_timeout_s, s.limits.deadline_s, s.limits.grace_s, s.limits.hang_factor,

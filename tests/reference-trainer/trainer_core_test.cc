@@ -152,7 +152,7 @@ TEST(FaultSpec, BadInputSaysWhatWasExpected) {
   EXPECT_EQ(parseFaultSpec("segfault:rank=-1").error(), "bad fault rank '-1', expected a rank >= 0, ranks such as 0,2, or 'all'");
   EXPECT_EQ(parseFaultSpec("segfault:step=0").error(), "bad fault step '0', expected an integer >= 1");
   EXPECT_EQ(parseFaultSpec("segfault:step=x").error(), "bad fault step 'x', expected an integer >= 1");
-  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, node, step, collective, op, nth, after, point, attempt, arg or by");
+  EXPECT_EQ(parseFaultSpec("segfault:when=3").error(), "unknown fault option 'when', expected rank, node, step, collective, op, nth, after, since, point, attempt, arg or by");
   EXPECT_EQ(parseFaultSpec("segfault:3").error(), "bad fault option '3', expected key=value (rank, step, arg)");
   EXPECT_EQ(parseFaultSpec("").error().substr(0, 24), "unknown fault kind '', e");
 }

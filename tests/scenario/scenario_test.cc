@@ -93,6 +93,24 @@ TEST(Scenario, FaultOnSeveralRanks) {
   EXPECT_EQ(errorOf(head + "rank = \"1\"\n"), "s.toml:6:8: fault.rank: expected a rank or an array of ranks such as [0, 2], got a string");
 }
 
+// fault.since = "first_step": after_s from the rank's first step, the supervisor's clock.
+TEST(Scenario, ATimeSinceTheFirstStepIsTheSupervisors) {
+  const std::string head = "name = \"x\"\n[stack]\ntrainer = \"command\"\ncommand = [\"python3\", \"t.py\"]\n"
+                           "[fault]\nkind = \"sigkill\"\nrank = 0\n";
+  auto s = parseScenarioText(head + "after_s = 3\nsince = \"first_step\"\n[expect]\n\"verdict\" = \"pass\"\n", "s.toml");
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_TRUE(s->fault->since_first_step);
+  EXPECT_EQ(s->fault->by, "supervisor");  // the shim cannot count from a first step: the supervisor strikes it
+  EXPECT_EQ(s->fault->text(), "sigkill:rank=0:after=3:since=first_step");
+  EXPECT_EQ(s->fault->point(), "3 s after the first step");
+  EXPECT_EQ(errorOf(head + "since = \"first_step\"\n[expect]\n\"verdict\" = \"pass\"\n"),
+            "s.toml:8:9: fault.since: says where after_s counts from, expected after_s = T with it");
+  EXPECT_EQ(errorOf(head + "after_s = 3\nsince = \"later\"\n[expect]\n\"verdict\" = \"pass\"\n"),
+            "s.toml:9:9: fault.since: unknown 'later', expected start (the default) or first_step");
+  const auto shim = errorOf(head + "after_s = 3\nsince = \"first_step\"\nby = \"trainer\"\n[expect]\n\"verdict\" = \"pass\"\n");
+  EXPECT_NE(shim.find("since = \"first_step\" is the supervisor's"), std::string::npos) << shim;
+}
+
 TEST(Scenario, InjectAloneIsAFault) {
   auto s = parseScenarioText(
       "name = \"x\"\n[stack]\nworld_size = 2\n[fault]\ninject = \"write:ENOSPC:rank=1:after=100;fsync:EIO\"\n"
@@ -155,7 +173,7 @@ TEST(ScenarioErrors, UnknownKeys) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld = 2\n"),
             "s.toml:3:1: unknown key 'world' in [stack], expected one of: launcher, trainer, command, command_on, args, args_on, launcher_args, world_size, nodes, gpus, stacks, torch, instrument, tools, env, unsupported_on, max_restarts, rendezvous");
   EXPECT_EQ(errorOf("name = \"x\"\n[fault]\nkind = \"segfault\"\nwhen = 3\n"),
-            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, point, arg, by, inject, attempt");
+            "s.toml:4:1: unknown key 'when' in [fault], expected one of: kind, rank, node, step, collective, op, nth, after_s, since, point, arg, by, inject, attempt");
   EXPECT_EQ(errorOf("name = \"x\"\n[limits]\nhang = 3\n"),
             "s.toml:3:1: unknown key 'hang' in [limits], expected one of: hang_timeout_s, deadline_s, grace_s, hang_factor, hang_floor_s, hang_idle_s");
 }
