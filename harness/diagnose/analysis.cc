@@ -215,10 +215,12 @@ RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, P
     return st;
   }
   // An exit code and nothing else, after the teardown began and after a
-  // peer had ended: the rank left because the teardown took its peer (a Ray
-  // worker whose collective lost its peer exits 1, its error kept by Ray,
-  // not printed). Not a failure of its own to outrank the trigger's.
-  if (!r.signal && r.exit_ns && teardown_ns && *r.exit_ns >= *teardown_ns && peers.before) {
+  // peer had ended, or after the supervisor had found a hang and begun the
+  // teardown for it: the rank left because the teardown took it or its peer
+  // (a Ray worker whose collective lost its peer exits 1, its error kept by
+  // Ray, not printed; Ray ends its worker group with exit code 1 when the
+  // teardown stops the driver). Not a failure of its own to outrank the trigger's.
+  if (!r.signal && r.exit_ns && teardown_ns && *r.exit_ns >= *teardown_ns && (peers.before || peers.hang_found)) {
     st.cls = FailureClass::kTeardown;
     return st;
   }
@@ -281,6 +283,8 @@ Analysis analyse(const RunInput& in) {
       second_fail = x;
     }
   }
+  const bool trigger_hang = in.supervisor && (in.supervisor->trigger.kind == TriggerKind::kHang ||
+                                              in.supervisor->trigger.kind == TriggerKind::kDeadline);
   // Which ranks failed by something other than SIGPIPE: two answer it for all.
   std::vector<int> non_pipe;
   for (const auto& [o, other] : in.ranks) {
@@ -293,6 +297,7 @@ Analysis analyse(const RunInput& in) {
     PeerFailures peers;
     peers.before = other && ri.exit_ns && other->first < *ri.exit_ns;
     peers.other_than_pipe = std::any_of(non_pipe.begin(), non_pipe.end(), [&](int o) { return o != r; });
+    peers.hang_found = trigger_hang;
     a.states[r] = classifyRank(ri, teardown_ns, peers);
   }
   for (const auto& [r, st] : a.states) {
@@ -301,8 +306,7 @@ Analysis analyse(const RunInput& in) {
   }
   for (const auto& [r, ri] : in.ranks) a.any_started = a.any_started || ri.started;
   a.teardown_ns = teardown_ns;
-  a.trigger_hang = in.supervisor && (in.supervisor->trigger.kind == TriggerKind::kHang ||
-                                     in.supervisor->trigger.kind == TriggerKind::kDeadline);
+  a.trigger_hang = trigger_hang;
   a.gaps = shimGaps(in);
   a.collective_gap = gapText(a.gaps.collectives, "collective tracing");
   a.step_gap = gapText(a.gaps.steps, "step tracking");

@@ -56,6 +56,7 @@ Analysis analyse(const RunInput& in);
 struct PeerFailures {
   bool before = false;        // another rank failed before this one ended
   bool other_than_pipe = false;  // another rank failed, at any time, by something other than SIGPIPE
+  bool hang_found = false;  // the supervisor began the teardown for a hang (or the deadline) it had found
 };
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns = std::nullopt, PeerFailures peers = {});
 

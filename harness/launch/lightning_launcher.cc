@@ -6,8 +6,11 @@
 // (RankDiscovery::kLauncherRankZero). When a child exits non-zero, Lightning's
 // child-process observer (polling every 5 s) SIGKILLs the other children and
 // rank 0 itself; when rank 0 raises, it SIGKILLs its children and exits
-// (trainer/call.py, _interrupt). That is the teardown under test.
+// (trainer/call.py, _interrupt). That is the teardown under test. A plain
+// torch.distributed script runs as the function lightning_script.py's Fabric
+// launches, under the same launcher and observer.
 #include "harness/launch/observed_launcher.h"
+#include "harness/launch/script_runner.h"
 
 namespace faultline::launch {
 namespace {
@@ -17,16 +20,32 @@ class LightningLauncher final : public ObservedLauncher {
   std::string name() const override { return "lightning"; }
   RankDiscovery rankDiscovery() const override { return RankDiscovery::kLauncherRankZero; }
 
-  // The trainer script runs with --devices N (its own flag, as Lightning's
-  // examples and LightningCLI's --trainer.devices take it), and the port
-  // faultline chose: Lightning takes MASTER_PORT from the environment, and
-  // picks a free one itself only without it (racing other runs).
+  // A Lightning trainer of the scenario's own ([stack.command_on] lightning)
+  // runs with --devices N (its own flag, as Lightning's examples and
+  // LightningCLI's --trainer.devices take it); a plain trainer script runs as
+  // the launched function of lightning_script.py's Fabric, with the same
+  // flag. Either way the port is faultline's: Lightning takes MASTER_PORT
+  // from the environment, and picks a free one itself only without it
+  // (racing other runs).
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (!in.python_trainer) {
-      return tl::unexpected(Unsupported{"Lightning's launcher is a Python script's own Trainer; this scenario's trainer is not one"});
+    if (in.reference_trainer) {
+      return tl::unexpected(Unsupported{"Lightning's launcher reruns a Python script for each rank; the reference trainer is a C++ program"});
     }
+    if (!in.python_trainer) {
+      return tl::unexpected(Unsupported{"Lightning's launcher reruns a Python script for each rank; this scenario's trainer is not a Python program"});
+    }
+    if (!in.scenario->stack.instrument) {
+      return tl::unexpected(Unsupported{"Lightning's ranks 1..N-1 carry no RANK: uninstrumented, faultline cannot tell its ranks apart"});
+    }
+    const std::vector<std::string> devices = {"--devices", std::to_string(in.scenario->stack.world_size)};
     PlannedStart p{in.trainer, 1, {}};
-    p.command.insert(p.command.end(), {"--devices", std::to_string(in.scenario->stack.world_size)});
+    if (in.scenario->stack.launcher == name() || in.scenario->stack.command_on.count(name())) {
+      p.command.insert(p.command.end(), devices.begin(), devices.end());
+    } else {
+      auto script = scriptRunnerCommand(in, "lightning_script.py", devices, name());
+      if (!script) return tl::unexpected(script.error());
+      p.command = std::move(*script);
+    }
     p.env["MASTER_ADDR"] = "127.0.0.1";
     p.env["MASTER_PORT"] = std::to_string(in.master_port);
     return p;

@@ -10,9 +10,12 @@
 // handle: its controller kills the worker group and either starts a new one
 // (FailureConfig(max_failures=N): a restart) or raises TrainingFailedError
 // from fit(), a WorkerGroupError whose "[Rank N Error Snippet]" is its blame.
+// A plain torch.distributed script runs as the training function of
+// ray_script.py's driver, which gives it torchrun's environment.
 #include <filesystem>
 
 #include "harness/launch/observed_launcher.h"
+#include "harness/launch/script_runner.h"
 
 namespace faultline::launch {
 namespace {
@@ -28,12 +31,17 @@ class RayLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "ray"; }
 
-  // The driver script runs with the flags Ray Train's examples take:
-  // --num-workers N (ScalingConfig), and --max-failures K (FailureConfig)
-  // where the scenario allows restarts.
+  // A Ray Train driver of the scenario's own ([stack.command_on] ray) runs
+  // with the flags Ray Train's examples take: --num-workers N
+  // (ScalingConfig), and --max-failures K (FailureConfig) where the scenario
+  // allows restarts. A plain trainer script runs as the training function of
+  // ray_script.py's TorchTrainer, with the same two.
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
+    if (in.reference_trainer) {
+      return tl::unexpected(Unsupported{"Ray Train runs a Python function in each worker; the reference trainer is a C++ program"});
+    }
     if (!in.python_trainer || in.trainer.size() < 2) {
-      return tl::unexpected(Unsupported{"Ray Train runs a Python driver script; this scenario's trainer is not one"});
+      return tl::unexpected(Unsupported{"Ray Train runs Python functions; this scenario's trainer is not a Python program"});
     }
     if (!in.scenario->stack.instrument) {
       return tl::unexpected(Unsupported{"Ray's workers carry no RANK when they start: uninstrumented, faultline cannot tell its ranks apart"});
@@ -44,16 +52,25 @@ class RayLauncher final : public ObservedLauncher {
       return tl::unexpected(Unsupported{"the ray runner (ray_runner.py) was not found beside faultline; "
                                         "set FAULTLINE_LAUNCH_SCRIPTS to its directory"});
     }
-    const int n = in.scenario->stack.world_size;
-    PlannedStart p{{in.trainer[0], runner, "--port", std::to_string(in.master_port), "--num-cpus", std::to_string(n),
-                    "--temp-dir", tempDirFor(in.master_port), "--logs-to", in.out_dir + "/launcher/ray"},
+    std::vector<std::string> flags = {"--num-workers", std::to_string(in.scenario->stack.world_size)};
+    if (in.scenario->stack.max_restarts > 0) {
+      flags.insert(flags.end(), {"--max-failures", std::to_string(in.scenario->stack.max_restarts)});
+    }
+    std::vector<std::string> driver = in.trainer;
+    const bool own_driver = in.scenario->stack.launcher == name() || in.scenario->stack.command_on.count(name());
+    if (own_driver) {
+      driver.insert(driver.end(), flags.begin(), flags.end());
+    } else {
+      auto script = scriptRunnerCommand(in, "ray_script.py", flags, name());
+      if (!script) return tl::unexpected(script.error());
+      driver = std::move(*script);
+    }
+    PlannedStart p{{in.trainer[0], runner, "--port", std::to_string(in.master_port), "--num-cpus",
+                    std::to_string(in.scenario->stack.world_size), "--temp-dir", tempDirFor(in.master_port),
+                    "--logs-to", in.out_dir + "/launcher/ray"},
                    1,
                    {}};
-    p.command.insert(p.command.end(), in.trainer.begin(), in.trainer.end());
-    p.command.insert(p.command.end(), {"--num-workers", std::to_string(n)});
-    if (in.scenario->stack.max_restarts > 0) {
-      p.command.insert(p.command.end(), {"--max-failures", std::to_string(in.scenario->stack.max_restarts)});
-    }
+    p.command.insert(p.command.end(), driver.begin(), driver.end());
     return p;
   }
 

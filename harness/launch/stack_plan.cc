@@ -70,8 +70,7 @@ bool admits(const std::string& entry, const StackName& name, const std::string& 
 
 // Why a scenario that does not list this stack never runs on it, in a few
 // words the catalog groups by: a trainer written for one framework; a fault
-// between nodes on a one-node stack; a framework that runs only scripts
-// written for it. Else the stacks it lists.
+// between nodes on a one-node stack. Else the stacks it lists.
 std::string notListedReason(const scenario::Scenario& s, const std::vector<std::string>& allowed, const StackName& name,
                             const std::string& stack) {
   std::vector<std::string> launchers;
@@ -87,7 +86,6 @@ std::string notListedReason(const scenario::Scenario& s, const std::vector<std::
     return t && t->spans_nodes;
   });
   if (all_span && here && !here->spans_nodes) return "a scenario of several nodes, on a one-node stack";
-  if (here && here->own_trainer && !s.stack.command_on.count(name.launcher)) return here->own_trainer;
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   return "scenario '" + s.name + "' applies to the stacks " + list + ", not " + stack;

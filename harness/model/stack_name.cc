@@ -8,8 +8,7 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks,
-  //  why a plain torch.distributed script does not run on it
+  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, false, {}, nullptr, nullptr},
       {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
@@ -17,13 +16,13 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
       {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
-      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks",
-       "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none"},
+      // lightning runs a plain script as the function its Fabric launches (lightning_script.py).
+      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},
       // accelerate launch and deepspeed run any script (and a program, --no_python).
       {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr},
       {"deepspeed",          true, true,  true,  false, false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
-      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr,
-       "Ray Train runs a training function in its worker actors; a torch.distributed script is none"},
+      // ray runs a plain script as its training function (ray_script.py).
+      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr},
       {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;

@@ -42,12 +42,6 @@ struct LauncherTraits {
   // Why it cannot restart a job's ranks after a failure ([stack]
   // max_restarts); nullptr: it can (torchrun's --max-restarts).
   const char* no_restarts = nullptr;
-  // Why a plain torch.distributed script does not run on it, where the
-  // framework starts its ranks from a script written for it (a Lightning
-  // Trainer, a Ray Train training function): a scenario runs there only with
-  // such a trainer of its own ([stack] command_on). nullptr: it runs any
-  // script a rank would run.
-  const char* own_trainer = nullptr;
 };
 const std::vector<LauncherTraits>& stackLaunchers();
 // The row of `launcher` (a stack name without its @series); null if none.

@@ -208,6 +208,38 @@ TEST(Analyze, ABareExitAfterTheTeardownTookItsPeerIsNotTheRootCause) {
   EXPECT_EQ(before.root_cause->rank, 0) << before.root_cause->summary;
 }
 
+// Ray ends its whole worker group with exit code 1 when the teardown stops
+// its driver: after a hang, the first of them to go has no peer gone before
+// it. The hang the supervisor found is the cause; bare exits after the
+// teardown it began for it are the teardown's (python-hang on ray: rank 2's
+// exit 1, first of three, once read as the root cause).
+TEST(Analyze, BareExitsAfterATeardownForAHangAreTheTeardownsEvenTheFirst) {
+  RunInput in;
+  SupervisorRecord rec;
+  rec.trigger.kind = TriggerKind::kHang;
+  rec.trigger.rank = 0;
+  rec.trigger.detail = "adaptive: ranks 1,2 waited 2940 ms in allreduce seq 9; rank 0 is not in it and idle";
+  rec.teardown.started_ns = 1'000'000'010'000'000;
+  in.supervisor = rec;
+  RankInput& r2 = addRank(in, 2, 1, std::nullopt, 1'000'000'011'000'000);  // the first to go
+  r2.events = History(2).collective("allreduce", 0, 4).collective("allreduce", 1, 4, false).log();
+  RankInput& r1 = addRank(in, 1, 1, std::nullopt, 1'000'000'011'100'000);
+  r1.events = History(1).collective("allreduce", 0, 4).collective("allreduce", 1, 4, false).log();
+  RankInput& r0 = addRank(in, 0, std::nullopt, std::string("SIGKILL"), 1'000'000'011'200'000);
+  r0.events = History(0).collective("allreduce", 0, 4).log();
+  Diagnosis d = analyzeRun(in);
+  ASSERT_TRUE(d.root_cause);
+  EXPECT_EQ(d.root_cause->rank, 0) << d.root_cause->summary;
+  EXPECT_EQ(verdict(d, 2).role, RankRole::kKilledByTeardown) << verdict(d, 2).diagnosis;
+  EXPECT_EQ(verdict(d, 1).role, RankRole::kKilledByTeardown) << verdict(d, 1).diagnosis;
+  // A rank-failure trigger is not a hang: the first bare exit is still its own failure.
+  in.supervisor->trigger = {};
+  in.supervisor->trigger.kind = TriggerKind::kRankFailure;
+  Diagnosis failure = analyzeRun(in);
+  ASSERT_TRUE(failure.root_cause);
+  EXPECT_EQ(failure.root_cause->rank, 2) << failure.root_cause->summary;
+}
+
 TEST(Analyze, ShutdownHang) {
   RunInput in;
   SupervisorRecord rec;

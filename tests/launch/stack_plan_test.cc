@@ -146,10 +146,6 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
   // Not listed: why, in words the catalog groups by.
   const auto plain_only = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"plain.py\"]\n"
                                 "stacks = [\"torchrun\", \"launch\"]");
-  EXPECT_EQ(planStack(plain_only, "lightning", tools, "/out", 1, "/sc").unsupported,
-            "Lightning starts its ranks from the script's own Trainer; a plain torch.distributed script starts none");
-  EXPECT_EQ(planStack(plain_only, "ray", tools, "/out", 1, "/sc").unsupported,
-            "Ray Train runs a training function in its worker actors; a torch.distributed script is none");
   const auto lit_only = parse("launcher = \"lightning\"\ntrainer = \"command\"\ncommand = [\"python3\", \"lit.py\"]\n"
                               "stacks = [\"lightning\"]");
   EXPECT_EQ(planStack(lit_only, "torchrun@2.13", tools, "/out", 1, "/sc").unsupported,
@@ -393,6 +389,48 @@ TEST(SpawnPlan, APerRankScriptRunsThroughTheRunnerAProgramWrittenForSpawnRunsIts
   t.launch_scripts_dir.clear();
   EXPECT_EQ(planStack(per_rank, "spawn", t, "/o", 1, "/s").unsupported,
             "the spawn runner (spawn_runner.py) was not found beside faultline; set FAULTLINE_LAUNCH_SCRIPTS to its directory");
+}
+
+// Ray Train and Lightning run a function in each rank, as spawn does: a
+// plain trainer script runs as that function through the stack's runner;
+// a driver or Lightning script of the scenario's own runs itself.
+TEST(FrameworkPlan, APlainScriptRunsThroughTheFrameworksRunnerItsOwnTrainerRunsItself) {
+  Tools t = withFrameworks({{"lightning", "2.6.6"}, {"ray", "2.60.0"}});
+  t.launch_scripts_dir = launchScriptsDir();
+  const auto plain = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"-u\", \"/t.py\"]\n"
+                           "args = [\"--steps\", \"3\"]\nworld_size = 2\nmax_restarts = 1\n"
+                           "stacks = [\"torchrun\", \"lightning\", \"ray\"]");
+  const auto ray = planStack(plain, "ray", t, "/o", 4711, "/s");
+  ASSERT_FALSE(ray.unsupported) << *ray.unsupported;
+  const std::vector<std::string> driver = {"/opt/fw/bin/python", "-u", t.launch_scripts_dir + "/ray_script.py",
+                                           "--num-workers", "2", "--max-failures", "1", "/t.py", "--steps", "3"};
+  ASSERT_GE(ray.launch.command.size(), driver.size());
+  EXPECT_EQ(ray.launch.command[1], t.launch_scripts_dir + "/ray_runner.py");
+  EXPECT_EQ(std::vector<std::string>(ray.launch.command.end() - static_cast<std::ptrdiff_t>(driver.size()),
+                                     ray.launch.command.end()),
+            driver);
+  const auto no_restarts = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
+                                 "world_size = 2\nstacks = [\"torchrun\", \"lightning\", \"ray\"]");
+  const auto lit = planStack(no_restarts, "lightning", t, "/o", 4711, "/s");
+  ASSERT_FALSE(lit.unsupported) << *lit.unsupported;
+  EXPECT_EQ(lit.launch.command, (std::vector<std::string>{"/opt/fw/bin/python", t.launch_scripts_dir + "/lightning_script.py",
+                                                          "--devices", "2", "/t.py"}));
+  EXPECT_EQ(lit.launch.env.at("MASTER_PORT"), "4711");
+  // A trainer written for the framework runs itself, with the framework's flags.
+  const auto own = parse("launcher = \"torchrun\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/plain.py\"]\n"
+                         "world_size = 2\nstacks = [\"torchrun\", \"lightning\", \"ray\"]\n"
+                         "[stack.command_on]\nlightning = [\"python3\", \"/lit.py\"]\nray = [\"python3\", \"/ray_ddp.py\"]");
+  EXPECT_EQ(planStack(own, "lightning", t, "/o", 4711, "/s").launch.command,
+            (std::vector<std::string>{"/opt/fw/bin/python", "/lit.py", "--devices", "2"}));
+  const auto own_ray = planStack(own, "ray", t, "/o", 4711, "/s").launch.command;
+  EXPECT_EQ(std::vector<std::string>(own_ray.end() - 4, own_ray.end()),
+            (std::vector<std::string>{"/opt/fw/bin/python", "/ray_ddp.py", "--num-workers", "2"}));
+  // Said precisely where it cannot run.
+  const auto reference = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"lightning\", \"ray\"]");
+  EXPECT_EQ(planStack(reference, "ray", t, "/o", 1, "/s").unsupported,
+            "Ray Train runs a Python function in each worker; the reference trainer is a C++ program");
+  EXPECT_EQ(planStack(reference, "lightning", t, "/o", 1, "/s").unsupported,
+            "Lightning's launcher reruns a Python script for each rank; the reference trainer is a C++ program");
 }
 
 TEST(LaunchPlan, TheReferenceTrainerRunsWithNoPython) {

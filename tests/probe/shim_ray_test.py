@@ -1,7 +1,8 @@
 """The shim in Ray Train's workers, on a stand-in of Ray's thread runner (no
 Ray needed): the training function's exception, which Ray Train catches in
 the worker's training thread, is recorded; a training function that returns
-says so (`work_end`); a restarted worker group's process counts the
+says so (`work_end`); a worker that is no rank yet becomes the rank
+Ray Train's backend named in RANK as its training function starts; a restarted worker group's process counts the
 processes that were its rank before it (its attempt).
 
 Run: python3 tests/probe/shim_ray_test.py (ctest: shim_ray)."""
@@ -17,7 +18,7 @@ import unittest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "harness", "probe", "python"))
 
 import faultline_shim  # noqa: E402
-from faultline_shim import _events, _ray, _state  # noqa: E402
+from faultline_shim import _data, _events, _ray, _state  # noqa: E402
 
 
 def stand_in_thread_runner():
@@ -53,7 +54,11 @@ class RayWorker(unittest.TestCase):
         self.path = os.path.join(self.dir, "events.jsonl")
         _state.recorder = _events.Recorder(1, self.path)
         self.module = stand_in_thread_runner()
-        _ray.patch(self.module)
+        self.activated = []
+        _ray.patch(self.module, self.activate)
+
+    def activate(self, rank, world_size):
+        self.activated.append((rank, world_size))
 
     def tearDown(self):
         _state.recorder = None
@@ -79,6 +84,19 @@ class RayWorker(unittest.TestCase):
         self.assertEqual(errors[0]["file"], train_func.__code__.co_filename)  # the user's frame, as Python names it
         self.assertFalse([e for e in self.events() if e["ev"] == "work_end"])
 
+    def test_a_failing_system_exit_is_recorded_as_ray_catches_it(self):
+        def train_func():
+            raise SystemExit(3)  # the process never exits with 3 under Ray
+        self.module.ThreadRunner().run(train_func)
+        errors = [e for e in self.events() if e["ev"] == "error"]
+        self.assertEqual([(e["type"], e["message"]) for e in errors], [("SystemExit", "3")])
+
+    def test_a_clean_system_exit_is_no_error(self):
+        def train_func():
+            raise SystemExit(0)
+        self.module.ThreadRunner().run(train_func)
+        self.assertFalse([e for e in self.events() if e["ev"] == "error"])
+
     def test_a_training_function_that_returns_says_its_work_is_done(self):
         def train_func():
             return 42
@@ -87,17 +105,61 @@ class RayWorker(unittest.TestCase):
         self.assertEqual(runner.ret, 42)
         self.assertEqual([e["ev"] for e in self.events()], ["work_end"])
 
+    def test_what_the_loader_drew_is_said_before_the_work_end(self):
+        # Ray ends the worker with ray.kill, so no atexit says it later.
+        drawn = _data._Recording(iter([[3, 1], [2, 0]]), 0, "RandomSampler")
+        _data._pending = drawn
+        try:
+            next(drawn)  # a pass left unfinished (the trainer stopped at its last step)
+            self.module.ThreadRunner().run(lambda: None)
+        finally:
+            _data._pending = None
+        evs = self.events()
+        self.assertEqual([e["ev"] for e in evs], ["samples", "work_end"])
+        self.assertEqual(evs[0]["indices"], [3, 1])
+
     def test_patched_once(self):
-        _ray.patch(self.module)
+        _ray.patch(self.module, self.activate)
         runner = self.module.ThreadRunner()
         runner.run(lambda: None)
         self.assertEqual([e["ev"] for e in self.events()], ["work_end"])
 
     def test_nothing_is_recorded_in_a_process_that_is_no_rank(self):
         _state.recorder = None
-        runner = self.module.ThreadRunner()
-        runner.run(lambda: None)
+        saved = {k: os.environ.pop(k) for k in ("RANK", "WORLD_SIZE") if k in os.environ}
+        try:
+            runner = self.module.ThreadRunner()
+            runner.run(lambda: None)
+        finally:
+            os.environ.update(saved)
         self.assertEqual(self.events(), [])
+        self.assertEqual(self.activated, [])
+
+    def test_a_worker_becomes_the_rank_its_environment_names_as_the_function_starts(self):
+        # A training function that makes its own process group (ray_script.py
+        # runs a plain script so) can fail before it joins one: the rank is
+        # named from RANK, which Ray Train's backend set before the function.
+        _state.recorder = None
+        saved = {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE")}
+        os.environ.update({"RANK": "2", "WORLD_SIZE": "3"})
+        try:
+            runner = self.module.ThreadRunner()
+            runner.run(lambda: None)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.assertEqual(self.activated, [(2, 3)])
+
+    def test_a_rank_already_named_is_not_named_again(self):
+        os.environ["RANK"] = "0"
+        try:
+            self.module.ThreadRunner().run(lambda: None)
+        finally:
+            os.environ.pop("RANK")
+        self.assertEqual(self.activated, [])
 
 
 class EarlierProcesses(unittest.TestCase):

@@ -197,7 +197,8 @@ def boot():
     # Ray Train's workers catch the training function's exception themselves.
     from . import _ray
 
-    _imports.when_imported("ray.train.v2._internal.execution.worker_group.thread_runner", _ray.patch, "ray.train_fn")
+    _imports.when_imported("ray.train.v2._internal.execution.worker_group.thread_runner",
+                           lambda m: _ray.patch(m, _activate_at_init), "ray.train_fn")
     rank = _parse_rank(os.environ.get("RANK"))
     if rank is None:
         # Maybe a rank that init_process_group names (Lightning's: _late_rank).

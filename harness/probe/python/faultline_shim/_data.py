@@ -160,7 +160,9 @@ class _Recording:
             _epoch = self._epoch + 1
 
 
-def _flush_pending():
+def flush_pending():
+    """Says what the followed loader's pass drew so far (`samples`); at exit,
+    at the next pass, or when the rank's work is done (Ray Train's worker)."""
     if _pending is not None:
         try:
             _pending.flush()
@@ -202,7 +204,7 @@ def _follow_loader_pass(it, loader):
     current = it.__dict__.get("_sampler_iter")
     if current is None or isinstance(current, _Recording):
         return
-    _flush_pending()
+    flush_pending()
     epoch = _epoch
     _pending = _Recording(current, epoch, type(sampler).__name__ if sampler is not None else "")
     it._sampler_iter = _pending
@@ -309,7 +311,7 @@ def _patch_loader_iter(module):
     base._reset = _reset
     base.__next__ = __next__
     base.__faultline_patched__ = True
-    atexit.register(_flush_pending)
+    atexit.register(flush_pending)
 
 
 def patch_dataloader(module):

@@ -44,10 +44,15 @@ def _stack(frames):
     return ["%s (%s:%d)" % (f.name, f.filename, f.lineno or 0) for f in reversed(frames)]
 
 
-def record(etype, value, tb, thread=None, error_file=True):
-    """Writes the error event (and, for a fatal one, the error file)."""
+def record(etype, value, tb, thread=None, error_file=True, system_exit=False):
+    """Writes the error event (and, for a fatal one, the error file). A
+    SystemExit is the process's exit status, not an error, unless
+    `system_exit`: something caught it before the process could exit with
+    it (Ray Train's worker), and then one with a failing status is recorded."""
     rec = _state.recorder
-    if rec is None or etype is None or issubclass(etype, SystemExit):
+    if rec is None or etype is None:
+        return
+    if issubclass(etype, SystemExit) and (not system_exit or getattr(value, "code", None) in (None, 0)):
         return
     frames = _frames(tb)
     where = _user_frame(frames)

@@ -7,14 +7,19 @@ It never reaches an excepthook, so the shim records it on the way, as it
 does for torch.multiprocessing.spawn's children (_spawn.py).
 
 When the training function returns, the rank's work is done: the shim says
-so (`work_end`). Ray Train then ends the worker actors itself (ray.kill: the
+so (`work_end`), after what the rank's DataLoader drew (`samples`, said at
+exit elsewhere: Ray's ray.kill runs no atexit). Ray Train then ends the worker actors itself (ray.kill: the
 process exits 1), and that exit is no failure (docs/BLACKBOX.md).
 
 The actor becomes a rank when Ray Train's init_process_group(rank=R) names
-it (_late_rank.py); the patch is in place before that, and records only in
-a process that is a rank.
+it (_late_rank.py), or at the latest when the training function starts:
+Ray Train's backend has set RANK in os.environ by then (a training function
+that makes its own process group, as faultline's ray_script.py runs a plain
+script, may fail before it gets there: an argparse error, an import). The
+patch is in place before that, and records only in a process that is a rank.
 """
 import functools
+import os
 
 from . import _errors, _instrument, _state
 
@@ -28,8 +33,10 @@ def _patch_thread_runner(module):
     def construct_user_exception_with_traceback(e, *args, **kwargs):
         if _state.recorder is not None and isinstance(e, BaseException):
             try:
-                # error_file: no torchelastic agent reads one here.
-                _errors.record(type(e), e, e.__traceback__, error_file=False)
+                # error_file: no torchelastic agent reads one here. A
+                # SystemExit too: Ray Train catches it, the process never
+                # exits with its status (sys.exit(3) in a training function).
+                _errors.record(type(e), e, e.__traceback__, error_file=False, system_exit=True)
             except Exception as err:  # noqa: BLE001
                 _instrument.broke("ray.train_fn", err)
         return orig(e, *args, **kwargs)
@@ -38,7 +45,17 @@ def _patch_thread_runner(module):
     module.construct_user_exception_with_traceback = construct_user_exception_with_traceback
 
 
-def _patch_run(module):
+def _rank_from_env():
+    """(rank, world size) as Ray Train's backend set them, or None."""
+    try:
+        rank = int(os.environ["RANK"])
+        world = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else None
+    except (KeyError, ValueError):
+        return None
+    return (rank, world) if rank >= 0 else None
+
+
+def _patch_run(module, activate):
     cls = module.ThreadRunner
     orig = cls.run
     if hasattr(orig, "__faultline_wrapped__"):
@@ -48,9 +65,21 @@ def _patch_run(module):
     def run(self, target, *args, **kwargs):
         @functools.wraps(target)  # Ray names the thread after it
         def target_then_work_end():
+            if _state.recorder is None:
+                named = _rank_from_env()
+                if named is not None:
+                    try:
+                        activate(*named)
+                    except Exception as err:  # noqa: BLE001
+                        _instrument.broke("ray.rank", err)
             result = target()
             if _state.recorder is not None:
                 try:
+                    # Ray ends the worker with ray.kill, which runs no atexit:
+                    # what its loaders drew, said at exit elsewhere, is said now.
+                    from . import _data
+
+                    _data.flush_pending()
                     _state.recorder.emit("work_end")
                 except Exception as err:  # noqa: BLE001
                     _instrument.broke("ray.work_end", err)
@@ -62,7 +91,8 @@ def _patch_run(module):
     cls.run = run
 
 
-def patch(module):
-    """ray.train.v2._internal.execution.worker_group.thread_runner."""
+def patch(module, activate):
+    """ray.train.v2._internal.execution.worker_group.thread_runner;
+    `activate(rank, world_size)` makes this process a rank."""
     _instrument.attempt("ray.train_fn", _patch_thread_runner, module)
-    _instrument.attempt("ray.work_end", _patch_run, module)
+    _instrument.attempt("ray.work_end", _patch_run, module, activate)

@@ -1,0 +1,101 @@
+"""Runs a per-rank trainer script under Lightning's launcher, as the lightning
+stack runs a Python scenario that has no Lightning trainer of its own
+(docs/LAUNCHERS.md, "lightning").
+
+    python lightning_script.py --devices N SCRIPT [ARGS...]
+    python lightning_script.py --devices N -m MODULE [ARGS...]
+
+Lightning starts its ranks from the script itself: Fabric(strategy="ddp",
+devices=N).launch(fn) in `python train.py` is rank 0, and starts the same
+command again for ranks 1..N-1 (lightning/fabric/strategies/launchers/
+subprocess_script.py), watching them with its child-process observer. This
+program is that script for a plain torch.distributed trainer, as a user who
+moves a torchrun script onto Fabric writes it: the launched function runs the
+trainer as its __main__, with the environment torchrun would give it (RANK,
+LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR,
+MASTER_PORT). The trainer makes its own process group, as it does under
+torchrun: the strategy is Lightning's DDPStrategy with its
+init_process_group left out (the step a user removes from the script
+otherwise stays in it). What the trainer raises, and what Lightning's
+launcher does about it, are the stack's.
+"""
+import os
+import runpy
+import sys
+
+
+def _usage(message):
+    sys.stderr.write("lightning_script: %s\nusage: lightning_script.py --devices N (SCRIPT | -m MODULE) [ARGS...]\n"
+                     % message)
+    sys.exit(2)
+
+
+def _parse(argv):
+    if len(argv) < 2 or argv[0] != "--devices":
+        _usage("--devices N is required")
+    try:
+        devices = int(argv[1])
+    except ValueError:
+        _usage("--devices %r: expected a whole number" % argv[1])
+    if devices < 1:
+        _usage("--devices N (N >= 1) is required")
+    rest = argv[2:]
+    module = bool(rest) and rest[0] == "-m"
+    if module:
+        rest = rest[1:]
+    if not rest:
+        _usage("no trainer to run")
+    return devices, module, rest[0], rest[1:]
+
+
+def script_strategy():
+    """Lightning's DDPStrategy, setting up the rank's device and its world
+    ranks (the cluster environment's) and leaving init_process_group to the
+    script, which reads them from the environment."""
+    from lightning.fabric.strategies import DDPStrategy, Strategy
+
+    class ScriptDDPStrategy(DDPStrategy):
+        def setup_environment(self):
+            Strategy.setup_environment(self)  # the accelerator's device, not DDP's process group
+            self._set_world_ranks()
+            env = self.cluster_environment
+            os.environ.update({
+                "MASTER_ADDR": env.main_address,
+                "MASTER_PORT": str(env.main_port),
+                "RANK": str(env.global_rank()),
+                "WORLD_SIZE": str(env.world_size()),
+                "LOCAL_RANK": str(env.local_rank()),
+                "LOCAL_WORLD_SIZE": str(self.num_processes),
+                "NODE_RANK": str(env.node_rank()),
+                "GROUP_RANK": str(env.node_rank()),
+            })
+
+    return ScriptDDPStrategy()
+
+
+def run_script(_fabric, module, target, args):
+    """The launched function: one rank runs the trainer as its __main__."""
+    sys.argv = [target] + list(args)
+    try:
+        if module:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            raise
+
+
+def main():
+    devices, module, target, args = _parse(sys.argv[1:])
+    if not module and not os.path.isfile(target):
+        _usage("no such trainer script: %s" % target)
+    import lightning as L
+
+    fabric = L.Fabric(accelerator="cpu", devices=devices, strategy=script_strategy())
+    fabric.launch(run_script, module, target if module else os.path.abspath(target), args)
+
+
+if __name__ == "__main__":
+    main()
