@@ -24,6 +24,9 @@ struct Evidence {
   std::string signal;             // kind signal: "SIGSEGV"
   bool signal_handled = false;    // kind signal: the rank got it and lived on (its handler), not killed by it
   std::optional<int> exit_code;
+  // kind exit_code: a SystemExit the rank's framework caught (Ray Train's
+  // worker): exit_code is the status the trainer asked for, not its process's.
+  bool exit_caught = false;
   std::optional<int64_t> t_ns;    // when it happened, if the evidence says
   std::string origin;             // "stderr", "error.json", "events.jsonl", "launcher"
   std::vector<std::string> chain;  // outer layers of an exception chain, outermost first

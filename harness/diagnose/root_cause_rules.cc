@@ -88,7 +88,8 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   if (!e.symbol.empty()) rc.symbol = e.symbol;
   if (st.in && st.in->signal) rc.signal = st.in->signal;
   else if (!e.signal.empty()) rc.signal = e.signal;
-  if (st.in && st.in->exit_code) rc.exit_code = st.in->exit_code;
+  if (e.exit_caught && e.exit_code) rc.exit_code = e.exit_code;  // the trainer's, not Ray's ending of its process
+  else if (st.in && st.in->exit_code) rc.exit_code = st.in->exit_code;
   else if (e.exit_code) rc.exit_code = e.exit_code;
   std::string what;
   if (!e.worker.empty() && e.message.find(e.worker) != std::string::npos) {

@@ -4,6 +4,7 @@
 #include "harness/diagnose/flight_recorder.h"
 
 #include <algorithm>
+#include <charconv>
 #include <iterator>
 #include <filesystem>
 #include <map>
@@ -130,7 +131,29 @@ std::optional<Evidence> evidenceFromTraceback(const Event& e) {
 
 }  // namespace
 
+// A SystemExit the shim saw caught before it could end the process (Ray
+// Train's worker catches the training function's BaseException): the exit
+// status the trainer asked for, where it asked.
+std::optional<Evidence> caughtExit(const Event& e) {
+  if (e.kind != "python_exception" || e.type != "SystemExit") return std::nullopt;
+  Evidence ev;
+  ev.kind = Kind::kExitCode;
+  ev.origin = "events.jsonl";
+  ev.t_ns = e.t;
+  ev.exit_caught = true;
+  int code = 1;  // sys.exit("message") exits with 1
+  const auto parsed = std::from_chars(e.message.data(), e.message.data() + e.message.size(), code);
+  if (parsed.ec != std::errc() || parsed.ptr != e.message.data() + e.message.size()) code = 1;
+  ev.exit_code = code;
+  ev.type = "exit code " + std::to_string(code);
+  if (!e.file.empty() && e.line > 0) ev.location = Location{e.file, static_cast<int>(e.line)};
+  ev.note = "a SystemExit its framework caught; the process ended otherwise";
+  ev.thread = e.thread;
+  return ev;
+}
+
 Evidence evidenceFromEvent(const Event& e) {
+  if (auto ev = caughtExit(e)) return std::move(*ev);
   if (auto ev = evidenceFromTraceback(e)) return std::move(*ev);
   Evidence ev;
   ev.origin = "events.jsonl";

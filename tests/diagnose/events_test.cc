@@ -143,6 +143,23 @@ TEST(ErrorEvent, ProbeSignalWithNativeBacktrace) {
   EXPECT_FALSE(ev.location);
 }
 
+// The shim records a failing SystemExit only where something caught it
+// before the process could exit with it (Ray Train's worker): the status the
+// trainer asked for, and where, is the evidence.
+TEST(ErrorEvent, ACaughtSystemExitIsTheExitTheTrainerAskedFor) {
+  auto e = parseEventLine(
+      R"json({"t":7,"rank":1,"pid":11481,"ev":"error","kind":"python_exception","type":"SystemExit","message":"3","file":"/app/plain_exit.py","line":14,"stack":[],"traceback":"Traceback (most recent call last):\n  File \"/app/plain_exit.py\", line 14, in main\n    sys.exit(3)\nSystemExit: 3\n"})json");
+  ASSERT_TRUE(e);
+  Evidence ev = evidenceFromEvent(*e);
+  EXPECT_EQ(ev.kind, Kind::kExitCode);
+  EXPECT_TRUE(ev.exit_caught);
+  EXPECT_EQ(ev.exit_code, 3);
+  ASSERT_TRUE(ev.location);
+  EXPECT_EQ(ev.location->line, 14);
+  e->message = "node config missing";  // sys.exit("message") exits with 1
+  EXPECT_EQ(evidenceFromEvent(*e).exit_code, 1);
+}
+
 TEST(ErrorEvent, C10MessageKeepsFirstLineAndLocation) {
   Event e;
   e.ev = "error";

@@ -73,8 +73,21 @@ def script_strategy():
     return ScriptDDPStrategy()
 
 
+def _tell_faultline(rank, world_size):
+    """Under faultline, its Python shim makes a process a rank when the
+    trainer's init_process_group names it (Lightning's ranks 1..N-1 start
+    without RANK). A trainer that fails before it gets there (an import, its
+    arguments, a rank that exits before the rendezvous) would go unseen: the
+    rank is named here, as the environment now names it. Nothing without
+    faultline."""
+    shim = sys.modules.get("faultline_shim")
+    if shim is not None and hasattr(shim, "became_rank"):
+        shim.became_rank(rank, world_size)
+
+
 def run_script(_fabric, module, target, args):
     """The launched function: one rank runs the trainer as its __main__."""
+    _tell_faultline(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     sys.argv = [target] + list(args)
     try:
         if module:

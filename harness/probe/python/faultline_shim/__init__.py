@@ -176,7 +176,11 @@ def _activate_spawned(rank):
     activate(rank, spawned=True)
 
 
-def _activate_at_init(rank, world_size):
+def became_rank(rank, world_size):
+    """A process started without RANK is rank `rank` from now on: what
+    init_process_group(rank=R) does for it (_late_rank.py), said earlier by
+    whoever knows (faultline's Lightning runner, once Fabric has set the
+    rank's environment up; Ray Train's training function, _ray.py)."""
     from . import _late_rank
 
     activate(rank, world_size=world_size)
@@ -198,18 +202,18 @@ def boot():
     from . import _ray
 
     _imports.when_imported("ray.train.v2._internal.execution.worker_group.thread_runner",
-                           lambda m: _ray.patch(m, _activate_at_init), "ray.train_fn")
+                           lambda m: _ray.patch(m, became_rank), "ray.train_fn")
     rank = _parse_rank(os.environ.get("RANK"))
     if rank is None:
         # Maybe a rank that init_process_group names (Lightning's: _late_rank).
         from . import _late_rank
 
         _imports.when_imported("torch.distributed.distributed_c10d",
-                               lambda m: _late_rank.patch(m, _activate_at_init), "rank.init_process_group")
+                               lambda m: _late_rank.patch(m, became_rank), "rank.init_process_group")
         return
     if _parent_is_same_rank(rank):
         return
     activate(rank)
 
 
-__all__ = ["activate", "boot"]
+__all__ = ["activate", "became_rank", "boot"]
