@@ -61,6 +61,10 @@ std::optional<ProcStat> readStatFile(const std::string& path, pid_t pid) {
 
 std::optional<ProcStat> readStat(pid_t pid) { return readStatFile("/proc/" + std::to_string(pid) + "/stat", pid); }
 
+std::optional<ProcStat> readThreadStat(pid_t pid, pid_t tid) {
+  return readStatFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/stat", pid);
+}
+
 bool doomed(pid_t pid) {
   auto st = readStat(pid);
   if (!st || st->exiting()) return true;
@@ -192,8 +196,10 @@ std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
   return out;
 }
 
-std::optional<uint64_t> readIoChars(pid_t pid) {
-  auto text = readSmallFile("/proc/" + std::to_string(pid) + "/io", 4096);
+namespace {
+
+std::optional<uint64_t> ioCharsAt(const std::string& path) {
+  auto text = readSmallFile(path, 4096);
   if (!text) return std::nullopt;
   uint64_t total = 0;
   bool any = false;
@@ -208,6 +214,27 @@ std::optional<uint64_t> readIoChars(pid_t pid) {
   }
   if (!any) return std::nullopt;
   return total;
+}
+
+}  // namespace
+
+std::optional<uint64_t> readIoChars(pid_t pid) { return ioCharsAt("/proc/" + std::to_string(pid) + "/io"); }
+
+std::optional<uint64_t> readThreadIoChars(pid_t pid, pid_t tid) {
+  return ioCharsAt("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/io");
+}
+
+std::optional<ThreadActivity> readThreadActivity(pid_t pid, pid_t tid) {
+  const auto thread = readThreadStat(pid, tid);
+  if (!thread) return std::nullopt;
+  ThreadActivity a;
+  a.state = thread->state;
+  a.cpu_ticks = thread->cpu_ticks;
+  for (pid_t d : descendantsOf(pid)) {
+    if (auto st = readStat(d)) a.cpu_ticks += st->cpu_ticks;
+  }
+  a.io_chars = readThreadIoChars(pid, tid).value_or(0);
+  return a;
 }
 
 std::optional<std::string> environVar(pid_t pid, const std::string& name) {

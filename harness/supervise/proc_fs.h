@@ -28,6 +28,8 @@ struct ProcStat {
   bool exiting() const { return state == 'Z' || state == 'X' || (flags & 0x4) != 0; }
 };
 std::optional<ProcStat> readStat(pid_t pid);
+// One thread of pid's process: its own state and CPU time (/proc/PID/task/TID/stat).
+std::optional<ProcStat> readThreadStat(pid_t pid, pid_t tid);
 // Gone, exiting, or with a SIGKILL pending: nothing can keep it alive now.
 bool doomed(pid_t pid);
 
@@ -56,6 +58,18 @@ std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots);
 // read and write calls of any kind, page-cache writes included, which
 // write_bytes shows only at writeback. nullopt when unreadable.
 std::optional<uint64_t> readIoChars(pid_t pid);
+// The same for one thread of pid's process (/proc/PID/task/TID/io).
+std::optional<uint64_t> readThreadIoChars(pid_t pid, pid_t tid);
+// What one thread of pid's process and the processes below pid do (a Ray
+// worker's training thread and its DataLoader workers), pid's other threads
+// left out: the thread's state, its I/O, and its CPU time plus theirs.
+// nullopt when the thread is gone.
+struct ThreadActivity {
+  uint64_t cpu_ticks = 0;
+  uint64_t io_chars = 0;
+  char state = '?';
+};
+std::optional<ThreadActivity> readThreadActivity(pid_t pid, pid_t tid);
 // The value of name in the process's environment as it was at exec.
 std::optional<std::string> environVar(pid_t pid, const std::string& name);
 // Space-joined argv, "" if gone.

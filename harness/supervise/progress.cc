@@ -55,7 +55,7 @@ namespace {
 class EventFields : public nlohmann::json_sax<nlohmann::json> {
  public:
   std::optional<std::string> ev, op, patch, error, group, store_key;
-  std::optional<int64_t> rank, seq, t, step, pid;
+  std::optional<int64_t> rank, seq, t, step, pid, tid;
   std::optional<bool> applied;
   bool abandoned = false;  // collective_end of an async call the rank left running at destroy_process_group
   bool top_level_object = false;
@@ -112,6 +112,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "t") t = v;
     if (key_ == "step") step = v;
     if (key_ == "pid") pid = v;
+    if (key_ == "tid") tid = v;
     return true;
   }
   bool nested() {
@@ -127,6 +128,7 @@ class EventFields : public nlohmann::json_sax<nlohmann::json> {
     if (key_ == "t") t.reset();
     if (key_ == "step") step.reset();
     if (key_ == "pid") pid.reset();
+    if (key_ == "tid") tid.reset();
     if (key_ == "patch") patch.reset();
     if (key_ == "error") error.reset();
     if (key_ == "group") group.reset();
@@ -151,7 +153,7 @@ LineFields CollectiveTracker::onLine(int file_rank, std::string_view line) {
     return out;
   }
   const int rank = f.rank ? static_cast<int>(*f.rank) : file_rank;
-  out = {rank, *f.ev, f.step, f.seq, f.pid};
+  out = {rank, *f.ev, f.step, f.seq, f.pid, f.tid};
   seen_.insert(rank);
   if (*f.ev == "start" && f.pid) {
     // Another process starting as this rank: its launcher restarted the

@@ -54,6 +54,9 @@ struct LineFields {
   std::optional<int64_t> step;   // step_begin / step_end
   std::optional<int64_t> seq;    // collective_begin / collective_end
   std::optional<int64_t> pid;    // the writing process
+  // start: the thread that does the rank's work, where it is not the
+  // process's main thread (Ray Train's training thread)
+  std::optional<int64_t> tid;
 };
 
 class CollectiveTracker {

@@ -650,7 +650,10 @@ void WatchLoop::readEvents(int rank) {
     const LineFields f = tracker_.onLine(rank, line);
     // The shim's `start` says which process is this rank (spawn's and
     // Lightning's ranks carry no RANK for the tracker to read).
-    if (f.ev == "start" && f.pid && f.rank >= 0) rank_tracker_->reported(f.rank, static_cast<pid_t>(*f.pid));
+    if (f.ev == "start" && f.pid && f.rank >= 0) {
+      rank_tracker_->reported(f.rank, static_cast<pid_t>(*f.pid));
+      if (f.tid) work_threads_[static_cast<pid_t>(*f.pid)] = static_cast<pid_t>(*f.tid);
+    }
     // What a rank holds once it trains (its first step done) must be gone
     // when the run is, clean or not: DeepSpeed's CPU all-reduce maps a
     // /dev/shm file per rank that no exit removes.
@@ -1039,18 +1042,23 @@ void WatchLoop::noteStraggler() {
 // --- activity, read from /proc ------------------------------------------------
 
 void WatchLoop::sampleActivity(ActivityWatch& watch, const std::vector<int>& ranks, int64_t now_ns) {
-  std::map<int, pid_t> pids;
+  std::map<int, const RankState*> sampled;
   for (const auto& r : ranks_) {
-    if (!r->finished && std::find(ranks.begin(), ranks.end(), r->rank) != ranks.end()) pids[r->rank] = r->pid;
+    if (!r->finished && std::find(ranks.begin(), ranks.end(), r->rank) != ranks.end()) sampled[r->rank] = r.get();
   }
   std::vector<pid_t> roots;
-  for (const auto& [rank, pid] : pids) roots.push_back(pid);
+  for (const auto& [rank, r] : sampled) roots.push_back(r->pid);
   const auto ticks = treeCpuTicks(roots);
-  for (const auto& [rank, pid] : pids) {
+  for (const auto& [rank, r] : sampled) {
     Activity a;
-    if (auto t = ticks.find(pid); t != ticks.end()) a.cpu_ticks = t->second;
-    a.io_chars = readIoChars(pid).value_or(0);
-    if (auto st = readStat(pid)) a.state = st->state;
+    if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks = t->second;
+    a.io_chars = readIoChars(r->pid).value_or(0);
+    if (auto st = readStat(r->pid)) a.state = st->state;
+    // A rank whose work is one thread of a process busy with others (Ray's
+    // core worker): that thread and the rank's child processes.
+    if (auto w = work_threads_.find(r->pid); w != work_threads_.end()) {
+      if (auto t = readThreadActivity(r->pid, w->second)) a = Activity{t->cpu_ticks, t->io_chars, t->state};
+    }
     watch.sample(rank, a, now_ns);
   }
 }

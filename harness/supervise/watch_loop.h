@@ -218,6 +218,10 @@ class WatchLoop : private RankTracker::Sink, private Teardown::Host {
   LeakCheck leaks_;
   Teardown teardown_;  // after ranks_ and leaks_, which it reads
   std::set<int> held_noted_;  // ranks whose resources were noted at their first step_end
+  // pid -> the thread that does the rank's work, where a `start` named one
+  // (Ray Train's training thread): its activity, not the whole process's,
+  // says whether the rank is idle.
+  std::map<pid_t, pid_t> work_threads_;
   std::vector<TimelineEntry> timeline_;
   std::vector<std::string> notes_;
   std::vector<pid_t> adopted_;  // orphans reaped by the harness (daemons whose parent died)

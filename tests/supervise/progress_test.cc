@@ -28,6 +28,18 @@ TEST(CollectiveTracker, BeginWithoutEndIsInsideACollective) {
 // A launcher that restarts its ranks (torchrun --max-restarts) starts a new
 // process for each: the collective the old one died in is over, and the new
 // process's first collective (seq 0 again) is all that counts.
+// A rank whose work is a thread of its own (Ray Train's training thread)
+// says which in its `start`; the watch loop reads that thread's activity.
+TEST(CollectiveTracker, AStartNamesTheWorkThreadWhereThereIsOne) {
+  CollectiveTracker t;
+  const LineFields ray = t.onLine(1, R"({"t":1,"rank":1,"pid":900,"ev":"start","world_size":3,"tid":912})");
+  EXPECT_EQ(ray.ev, "start");
+  EXPECT_EQ(ray.pid, 900);
+  EXPECT_EQ(ray.tid, 912);
+  const LineFields plain = t.onLine(0, R"({"t":1,"rank":0,"pid":901,"ev":"start","world_size":3})");
+  EXPECT_FALSE(plain.tid);
+}
+
 TEST(CollectiveTracker, ARestartedRanksNewProcessForgetsTheOldOnesCalls) {
   CollectiveTracker t;
   t.onLine(0, R"({"t":1,"rank":0,"pid":9,"ev":"start"})");

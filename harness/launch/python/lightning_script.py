@@ -20,8 +20,9 @@ otherwise stays in it). What the trainer raises, and what Lightning's
 launcher does about it, are the stack's.
 """
 import os
-import runpy
 import sys
+
+from run_trainer import run_as_main, split_trainer
 
 
 def _usage(message):
@@ -39,13 +40,8 @@ def _parse(argv):
         _usage("--devices %r: expected a whole number" % argv[1])
     if devices < 1:
         _usage("--devices N (N >= 1) is required")
-    rest = argv[2:]
-    module = bool(rest) and rest[0] == "-m"
-    if module:
-        rest = rest[1:]
-    if not rest:
-        _usage("no trainer to run")
-    return devices, module, rest[0], rest[1:]
+    module, target, args = split_trainer(argv[2:], _usage)
+    return devices, module, target, args
 
 
 def script_strategy():
@@ -88,13 +84,8 @@ def _tell_faultline(rank, world_size):
 def run_script(_fabric, module, target, args):
     """The launched function: one rank runs the trainer as its __main__."""
     _tell_faultline(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
-    sys.argv = [target] + list(args)
     try:
-        if module:
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-            runpy.run_path(target, run_name="__main__")
+        run_as_main(module, target, args)
     except SystemExit as e:
         if e.code not in (None, 0):
             raise

@@ -23,8 +23,9 @@ one); Ray keeps the run's results under $FAULTLINE_RUN_DIR/trainer/ray_results,
 else ./ray_results.
 """
 import os
-import runpy
 import sys
+
+from run_trainer import split_trainer
 
 
 def _usage(message):
@@ -45,26 +46,20 @@ def _parse(argv):
         i += 2
     if opts["num_workers"] is None or opts["num_workers"] < 1:
         _usage("--num-workers N (N >= 1) is required")
-    rest = argv[i:]
-    module = bool(rest) and rest[0] == "-m"
-    if module:
-        rest = rest[1:]
-    if not rest:
-        _usage("no trainer to run")
-    return opts, module, rest[0], rest[1:]
+    module, target, args = split_trainer(argv[i:], _usage)
+    return opts, module, target, args
 
 
 def run_script(config):
     """The training function: one rank runs the script as its __main__."""
     os.chdir(config["cwd"])  # a rank starts where torchrun was started
-    target, args = config["target"], config["args"]
-    sys.argv = [target] + list(args)
+    # The worker imports from this program's folder as it runs the function
+    # (Ray pickles the function itself, not what it imports).
+    sys.path.insert(0, config["runners"])
+    from run_trainer import run_as_main
+
     try:
-        if config["module"]:
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-            runpy.run_path(target, run_name="__main__")
+        run_as_main(config["module"], config["target"], config["args"])
     except SystemExit as e:
         # A script's exit(0) ends its rank's work, as it ends a torchrun
         # rank; any other status is the rank's failure, and Ray Train reports
@@ -116,7 +111,8 @@ def main():
     trainer = TorchTrainer(
         run_script,
         train_loop_config={"target": target if module else os.path.abspath(target), "args": args,
-                           "module": module, "cwd": os.getcwd()},
+                           "module": module, "cwd": os.getcwd(),
+                           "runners": os.path.dirname(os.path.abspath(__file__))},
         torch_config=script_torch_config(),
         scaling_config=ScalingConfig(num_workers=opts["num_workers"], use_gpu=False),
         run_config=RunConfig(storage_path=storage, failure_config=FailureConfig(max_failures=opts["max_failures"])),

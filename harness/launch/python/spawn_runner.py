@@ -14,8 +14,9 @@ Whatever the trainer raises reaches the parent through spawn itself
 own program: that report is the stack's, and is judged like torchrun's.
 """
 import os
-import runpy
 import sys
+
+from run_trainer import run_as_main, split_trainer
 
 
 def _usage(message):
@@ -41,13 +42,8 @@ def _parse(argv):
         i += 2
     if nprocs is None or nprocs < 1:
         _usage("--nprocs N (N >= 1) is required")
-    rest = argv[i:]
-    module = bool(rest) and rest[0] == "-m"
-    if module:
-        rest = rest[1:]
-    if not rest:
-        _usage("no trainer to run")
-    return nprocs, port, module, rest[0], rest[1:]
+    module, target, args = split_trainer(argv[i:], _usage)
+    return nprocs, port, module, target, args
 
 
 def _rank_environment(local_rank, world):
@@ -68,13 +64,8 @@ def _rank_environment(local_rank, world):
 def run_rank(local_rank, world, module, target, args):
     """The spawned function: one rank of the job."""
     _rank_environment(local_rank, world)
-    sys.argv = [target] + list(args)
     try:
-        if module:
-            runpy.run_module(target, run_name="__main__", alter_sys=True)
-        else:
-            sys.path.insert(0, os.path.dirname(os.path.abspath(target)))
-            runpy.run_path(target, run_name="__main__")
+        run_as_main(module, target, args)
     finally:
         import torch.distributed as dist
         if dist.is_available() and dist.is_initialized():

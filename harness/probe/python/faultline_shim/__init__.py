@@ -153,6 +153,13 @@ def activate(rank, spawned=False, world_size=None):
 
     if launch_attempt() > 0:  # a restarted rank: its events follow its earlier attempts' in the same file
         fields["attempt"] = launch_attempt()
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        # The rank's work runs in this thread (Ray Train's training thread),
+        # beside others of the process that are never idle: the supervisor
+        # reads this one's activity.
+        fields["tid"] = threading.get_native_id()
     rec.emit("start", **fields)
     # What was patched before this process was a rank (spawn children).
     _instrument.flush()
