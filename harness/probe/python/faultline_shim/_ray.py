@@ -8,8 +8,10 @@ does for torch.multiprocessing.spawn's children (_spawn.py).
 
 When the training function returns, the rank's work is done: the shim says
 so (`work_end`), after what the rank's DataLoader drew (`samples`, said at
-exit elsewhere: Ray's ray.kill runs no atexit). Ray Train then ends the worker actors itself (ray.kill: the
-process exits 1), and that exit is no failure (docs/BLACKBOX.md).
+exit elsewhere: Ray's ray.kill runs no atexit). Ray Train then ends the
+worker actors itself (ray.kill: the process exits 1), and that exit is no
+failure (docs/BLACKBOX.md). A SystemExit with a failing status is recorded
+too: Ray Train catches it, and the process never exits with its status.
 
 The actor becomes a rank when Ray Train's init_process_group(rank=R) names
 it (_late_rank.py), or at the latest when the training function starts:
