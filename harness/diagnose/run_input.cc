@@ -129,8 +129,6 @@ std::optional<Evidence> evidenceFromTraceback(const Event& e) {
   return ev;
 }
 
-}  // namespace
-
 // A SystemExit the shim saw caught before it could end the process (Ray
 // Train's worker catches the training function's BaseException): the exit
 // status the trainer asked for, where it asked.
@@ -151,6 +149,8 @@ std::optional<Evidence> caughtExit(const Event& e) {
   ev.thread = e.thread;
   return ev;
 }
+
+}  // namespace
 
 Evidence evidenceFromEvent(const Event& e) {
   if (auto ev = caughtExit(e)) return std::move(*ev);

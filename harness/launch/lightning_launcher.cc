@@ -39,7 +39,7 @@ class LightningLauncher final : public ObservedLauncher {
     }
     const std::vector<std::string> devices = {"--devices", std::to_string(in.scenario->stack.world_size)};
     PlannedStart p{in.trainer, 1, {}};
-    if (in.scenario->stack.launcher == name() || in.scenario->stack.command_on.count(name())) {
+    if (hasOwnTrainer(in, name())) {
       p.command.insert(p.command.end(), devices.begin(), devices.end());
     } else {
       auto script = scriptRunnerCommand(in, "lightning_script.py", devices, name());

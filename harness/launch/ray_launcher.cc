@@ -57,8 +57,7 @@ class RayLauncher final : public ObservedLauncher {
       flags.insert(flags.end(), {"--max-failures", std::to_string(in.scenario->stack.max_restarts)});
     }
     std::vector<std::string> driver = in.trainer;
-    const bool own_driver = in.scenario->stack.launcher == name() || in.scenario->stack.command_on.count(name());
-    if (own_driver) {
+    if (hasOwnTrainer(in, name())) {
       driver.insert(driver.end(), flags.begin(), flags.end());
     } else {
       auto script = scriptRunnerCommand(in, "ray_script.py", flags, name());

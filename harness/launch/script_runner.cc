@@ -4,6 +4,10 @@
 
 namespace faultline::launch {
 
+bool hasOwnTrainer(const PlanInput& in, const std::string& stack) {
+  return in.scenario->stack.launcher == stack || in.scenario->stack.command_on.count(stack) > 0;
+}
+
 tl::expected<std::vector<std::string>, Unsupported> scriptRunnerCommand(const PlanInput& in, const std::string& runner,
                                                                          const std::vector<std::string>& runner_args,
                                                                          const std::string& stack) {

@@ -17,6 +17,11 @@ namespace faultline::launch {
 // arguments, and the script or `-m MODULE` with the script's arguments.
 // Unsupported when the runner is not found, or the trainer is `python -c`
 // code or names no script. `stack` names the stack in those reasons.
+// Whether the scenario is written for `stack` (its launcher) or gives it a
+// trainer of its own ([stack.command_on]): that trainer then runs itself,
+// not through the runner.
+bool hasOwnTrainer(const PlanInput& in, const std::string& stack);
+
 tl::expected<std::vector<std::string>, Unsupported> scriptRunnerCommand(const PlanInput& in, const std::string& runner,
                                                                          const std::vector<std::string>& runner_args,
                                                                          const std::string& stack);

@@ -1046,20 +1046,29 @@ void WatchLoop::sampleActivity(ActivityWatch& watch, const std::vector<int>& ran
   for (const auto& r : ranks_) {
     if (!r->finished && std::find(ranks.begin(), ranks.end(), r->rank) != ranks.end()) sampled[r->rank] = r.get();
   }
+  // A rank whose work is one thread of a process busy with others (Ray's
+  // core worker): that thread and the rank's child processes. The others:
+  // the whole process tree, every root in one pass over /proc.
+  std::map<int, Activity> activity;
   std::vector<pid_t> roots;
-  for (const auto& [rank, r] : sampled) roots.push_back(r->pid);
+  for (const auto& [rank, r] : sampled) {
+    auto w = work_threads_.find(r->pid);
+    const auto t = w == work_threads_.end() ? std::nullopt : readThreadActivity(r->pid, w->second);
+    if (t) {
+      activity[rank] = Activity{t->cpu_ticks, t->io_chars, t->state};
+    } else {
+      roots.push_back(r->pid);
+    }
+  }
   const auto ticks = treeCpuTicks(roots);
   for (const auto& [rank, r] : sampled) {
-    Activity a;
-    if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks = t->second;
-    a.io_chars = readIoChars(r->pid).value_or(0);
-    if (auto st = readStat(r->pid)) a.state = st->state;
-    // A rank whose work is one thread of a process busy with others (Ray's
-    // core worker): that thread and the rank's child processes.
-    if (auto w = work_threads_.find(r->pid); w != work_threads_.end()) {
-      if (auto t = readThreadActivity(r->pid, w->second)) a = Activity{t->cpu_ticks, t->io_chars, t->state};
+    if (!activity.count(rank)) {
+      Activity& a = activity[rank];
+      if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks = t->second;
+      a.io_chars = readIoChars(r->pid).value_or(0);
+      if (auto st = readStat(r->pid)) a.state = st->state;
     }
-    watch.sample(rank, a, now_ns);
+    watch.sample(rank, activity[rank], now_ns);
   }
 }
 

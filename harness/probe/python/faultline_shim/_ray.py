@@ -23,7 +23,7 @@ patch is in place before that, and records only in a process that is a rank.
 import functools
 import os
 
-from . import _errors, _instrument, _state
+from . import _errors, _instrument, _parse_rank, _state
 
 
 def _patch_thread_runner(module):
@@ -47,16 +47,6 @@ def _patch_thread_runner(module):
     module.construct_user_exception_with_traceback = construct_user_exception_with_traceback
 
 
-def _rank_from_env():
-    """(rank, world size) as Ray Train's backend set them, or None."""
-    try:
-        rank = int(os.environ["RANK"])
-        world = int(os.environ["WORLD_SIZE"]) if "WORLD_SIZE" in os.environ else None
-    except (KeyError, ValueError):
-        return None
-    return (rank, world) if rank >= 0 else None
-
-
 def _patch_run(module, activate):
     cls = module.ThreadRunner
     orig = cls.run
@@ -68,10 +58,11 @@ def _patch_run(module, activate):
         @functools.wraps(target)  # Ray names the thread after it
         def target_then_work_end():
             if _state.recorder is None:
-                named = _rank_from_env()
-                if named is not None:
+                # As Ray Train's backend set them.
+                rank = _parse_rank(os.environ.get("RANK"))
+                if rank is not None:
                     try:
-                        activate(*named)
+                        activate(rank, _parse_rank(os.environ.get("WORLD_SIZE")))
                     except Exception as err:  # noqa: BLE001
                         _instrument.broke("ray.rank", err)
             result = target()
