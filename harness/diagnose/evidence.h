@@ -27,6 +27,11 @@ struct Evidence {
   // kind exit_code: a SystemExit the rank's framework caught (Ray Train's
   // worker): exit_code is the status the trainer asked for, not its process's.
   bool exit_caught = false;
+  // kind exit_code: the process called exit(exit_code) and then crashed on
+  // its way out, of this ("c10::Error: ... (OperatorEntry.h:80)"): a thread
+  // still at work as the static destructors ran. exit_code is the status it
+  // asked for; its process's status is the crash's.
+  std::string crashed_exiting;
   std::optional<int64_t> t_ns;    // when it happened, if the evidence says
   std::string origin;             // "stderr", "error.json", "events.jsonl", "launcher"
   std::vector<std::string> chain;  // outer layers of an exception chain, outermost first

@@ -88,7 +88,8 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   if (!e.symbol.empty()) rc.symbol = e.symbol;
   if (st.in && st.in->signal) rc.signal = st.in->signal;
   else if (!e.signal.empty()) rc.signal = e.signal;
-  if (e.exit_caught && e.exit_code) rc.exit_code = e.exit_code;  // the trainer's, not Ray's ending of its process
+  // The status the trainer asked for, not Ray's ending of its process or the crash on its way out.
+  if ((e.exit_caught || !e.crashed_exiting.empty()) && e.exit_code) rc.exit_code = e.exit_code;
   else if (st.in && st.in->exit_code) rc.exit_code = st.in->exit_code;
   else if (e.exit_code) rc.exit_code = e.exit_code;
   std::string what;
@@ -112,7 +113,9 @@ RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
       if (!e.note.empty()) what += "; " + e.note;
       break;
     case Kind::kExitCode:
-      what = "exited with code " + std::to_string(rc.exit_code.value_or(-1));
+      what = e.crashed_exiting.empty() ? "exited with code " + std::to_string(rc.exit_code.value_or(-1))
+                                       : "called exit(" + std::to_string(rc.exit_code.value_or(-1)) +
+                                             "), then crashed on its way out: " + e.crashed_exiting;
       if (!e.message.empty()) what += ": " + e.message;  // a start-up error without a traceback
       if (e.location) what += " (" + baseName(e.location->file) + ":" + std::to_string(e.location->line) + ")";
       break;

@@ -676,6 +676,38 @@ void readEventFacts(RunInput& in) {
   }
 }
 
+// A rank that called exit(N), N != 0 (the probe's `exit` event, written as
+// exit() begins), and then crashed on its way out: a thread still at work as
+// the static destructors ran (the reference trainer's data loader calling a
+// torch operator being unregistered, "Tried to access the schema for
+// aten::index_select"). The exit it asked for is its failure; the crash is
+// how its process ended, said with it, not a failure of its own. Errors
+// recorded after the exit event are the crash; its output's record of the
+// same exception (stderr's "terminate called after throwing") goes with them.
+void foldCrashesOnTheWayOut(RankInput& ri) {
+  const auto exit_ev = std::find_if(ri.events.events.begin(), ri.events.events.end(),
+                                    [](const Event& e) { return e.ev == "exit" && e.code > 0; });
+  if (exit_ev == ri.events.events.end()) return;
+  std::vector<Evidence> crashes;
+  for (const Evidence& e : ri.errors) {
+    if (e.origin == "events.jsonl" && e.t_ns && *e.t_ns > exit_ev->t) crashes.push_back(e);
+  }
+  if (crashes.empty()) return;
+  const auto restates = [&](const Evidence& e) {
+    if (e.origin == "events.jsonl") return e.t_ns && *e.t_ns > exit_ev->t;
+    return e.cut_off || std::any_of(crashes.begin(), crashes.end(), [&](const Evidence& c) { return c.type == e.type; });
+  };
+  ri.errors.erase(std::remove_if(ri.errors.begin(), ri.errors.end(), restates), ri.errors.end());
+  Evidence ev;
+  ev.kind = Kind::kExitCode;
+  ev.origin = "events.jsonl";
+  ev.t_ns = exit_ev->t;
+  ev.exit_code = static_cast<int>(exit_ev->code);
+  ev.type = "exit code " + std::to_string(*ev.exit_code);
+  ev.crashed_exiting = describe(crashes.front());
+  ri.errors.push_back(std::move(ev));
+}
+
 // A rank that exited non-zero, with no signal, after a scripted `exit` fault
 // of faultline's struck it ended by that fault, whatever its launcher
 // signalled it afterwards: its exit handlers may still run when the launcher,
@@ -775,6 +807,7 @@ RunInput loadRun(const std::string& dir) {
   attachCrashedChildren(in);
   addQuotedChains(in, readLauncherFiles(in, layout));
   readEventFacts(in);
+  for (auto& [r, ri] : in.ranks) foldCrashesOnTheWayOut(ri);
   matchLauncherPids(in);
   readNodeFacts(in, dir, layout);
   repickLocations(in);

@@ -32,6 +32,7 @@ namespace {
 std::atomic<int> g_fd{-1};
 std::atomic<int> g_rank{-1};
 std::atomic<bool> g_error_reported{false};
+std::atomic<bool> g_exit_recorded{false};  // an `exit` event is written: one per process
 std::once_flag g_init_once;
 std::mutex g_reinit_mutex;
 
@@ -654,6 +655,7 @@ void fl_probe_error(const char* kind, const char* type, const char* message, con
 }
 
 void fl_probe_exit(int code) {
+  if (g_exit_recorded.exchange(true)) return;
   FL_EVENT("exit");
   b.key("code");
   b.num(code);
@@ -703,6 +705,12 @@ void fl_probe_install_crash_handlers(void) {
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) ::sigaction(sig, &sa, nullptr);
   g_previous_terminate = std::set_terminate(onTerminate);
+  // The status a call of exit() asked for, written before the static
+  // destructors of the libraries loaded before main run: a thread still at
+  // work then (a data loader calling into a torch whose operators are being
+  // unregistered) may crash the process on its way out, and its exit status
+  // says only that crash.
+  ::on_exit([](int status, void*) { fl_probe_exit(status & 0xff); }, nullptr);
 }
 
 }  // extern "C"

@@ -172,12 +172,14 @@ struct ProbeRun {
   std::optional<Report> report;
 };
 
-ProbeRun runProbeTrainer(const TempDir& dir, const std::vector<std::string>& flags, const std::string& steps = "6") {
+ProbeRun runProbeTrainer(const TempDir& dir, const std::vector<std::string>& flags, const std::string& steps = "6",
+                         const std::string& trainer_arg = "") {
   ProbeRun r;
   r.out = dir / "run";
   std::vector<std::string> args = {"exec", "--nproc", "2", "--deadline", "60", "--grace", "1", "-o", r.out};
   args.insert(args.end(), flags.begin(), flags.end());
   args.insert(args.end(), {"--", FL_PROBE_TRAINER, steps});
+  if (!trainer_arg.empty()) args.push_back(trainer_arg);
   r.rc = runFaultline(args, dir / "log");
   r.log = readFile(dir / "log");
   if (auto rep = readReport(r.out + "/report.json")) r.report = std::move(*rep);
@@ -248,6 +250,29 @@ TEST(FaultCli, TheProbeExitsWithTheCodeAndSlowsAStragglersSteps) {
     }
   }
   ASSERT_EQ(faultEvents(r.out, 1).size(), 1u);
+}
+
+// A native trainer that calls exit(3) and then crashes on its way out (a
+// thread still calling into a library being torn down; under slurm@2.13 the
+// reference trainer's data loader met torch's unregistered index_select):
+// the probe records the exit asked for before the static destructors run, and
+// the diagnosis reports that exit, with the crash, not the crash alone.
+TEST(FaultCli, AnExitThatCrashesOnItsWayOutIsTheExitItAskedFor) {
+  LeakGuard guard;
+  TempDir dir;
+  const ProbeRun r = runProbeTrainer(dir, {"--hang-timeout", "20"}, "6", "exit-then-crash=1:3:3");
+  EXPECT_EQ(r.rc, 1) << r.log;
+  ASSERT_TRUE(r.report && r.report->root_cause) << r.log;
+  const RootCause& rc = *r.report->root_cause;
+  EXPECT_EQ(rc.rank, 1) << rc.summary;
+  EXPECT_EQ(rc.kind, Kind::kExitCode) << rc.summary;
+  EXPECT_EQ(rc.exit_code, 3) << rc.summary;
+  EXPECT_EQ(rc.signal, "SIGABRT") << rc.summary;  // how its process ended
+  EXPECT_NE(rc.summary.find("called exit(3), then crashed on its way out: std::runtime_error: operator registry torn "
+                            "down while a thread still called it"),
+            std::string::npos)
+      << rc.summary;
+  EXPECT_TRUE(r.report->teardown.clean);
 }
 
 TEST(FaultCli, AFaultTheProbeCannotStrikeIsBadUsageNamingIt) {

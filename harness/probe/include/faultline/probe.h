@@ -67,7 +67,11 @@ uint64_t fl_probe_hash_bytes(const void *data, size_t size, uint64_t seed);
 /* Opt-in: handlers for SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT, and (from
  * C++) a std::terminate handler, that write an `error` event with the signal
  * or exception type, what() and a symbolised native backtrace, then re-raise
- * with the default action so the exit status is unchanged. Idempotent. */
+ * with the default action so the exit status is unchanged. It also records
+ * the status a call of exit() (or a return from main) asks for, as an `exit`
+ * event, before the static destructors run: a crash on the way out (a thread
+ * still calling into a library being torn down) no longer hides it.
+ * fl_probe_exit and this record write one `exit` event in all. Idempotent. */
 void fl_probe_install_crash_handlers(void);
 
 #ifdef __cplusplus
