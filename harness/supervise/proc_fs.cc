@@ -181,13 +181,13 @@ std::vector<pid_t> childrenFirst(std::vector<pid_t> pids, const std::function<pi
   return pids;
 }
 
-std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots) {
+std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots, const std::set<pid_t>& below_only) {
   const ProcessTable table;
   std::map<pid_t, uint64_t> out;
   for (pid_t root : roots) {
     auto it = table.cpu_ticks.find(root);
     if (it == table.cpu_ticks.end()) continue;
-    uint64_t total = it->second;
+    uint64_t total = below_only.count(root) ? 0 : it->second;
     for (pid_t p : table.below(root)) {
       if (auto t = table.cpu_ticks.find(p); t != table.cpu_ticks.end()) total += t->second;
     }
@@ -230,9 +230,6 @@ std::optional<ThreadActivity> readThreadActivity(pid_t pid, pid_t tid) {
   ThreadActivity a;
   a.state = thread->state;
   a.cpu_ticks = thread->cpu_ticks;
-  for (pid_t d : descendantsOf(pid)) {
-    if (auto st = readStat(d)) a.cpu_ticks += st->cpu_ticks;
-  }
   a.io_chars = readThreadIoChars(pid, tid).value_or(0);
   return a;
 }

@@ -52,18 +52,18 @@ std::vector<pid_t> childrenFirst(std::vector<pid_t> pids,
                                  const std::function<pid_t(pid_t)>& parent_of = {});
 // For each root: CPU time (utime + stime, clock ticks) used so far by it and
 // every live process below it, from one pass over /proc; a root that is gone
-// is left out.
-std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots);
+// is left out. Roots in `below_only` count the processes below them alone
+// (their own work is one thread, read with readThreadActivity).
+std::map<pid_t, uint64_t> treeCpuTicks(const std::vector<pid_t>& roots, const std::set<pid_t>& below_only = {});
 // rchar + wchar of /proc/PID/io: bytes the process (every thread) passed to
 // read and write calls of any kind, page-cache writes included, which
 // write_bytes shows only at writeback. nullopt when unreadable.
 std::optional<uint64_t> readIoChars(pid_t pid);
 // The same for one thread of pid's process (/proc/PID/task/TID/io).
 std::optional<uint64_t> readThreadIoChars(pid_t pid, pid_t tid);
-// What one thread of pid's process and the processes below pid do (a Ray
-// worker's training thread and its DataLoader workers), pid's other threads
-// left out: the thread's state, its I/O, and its CPU time plus theirs.
-// nullopt when the thread is gone.
+// What one thread of pid's process does (a Ray worker's training thread),
+// pid's other threads left out: its state, its I/O and its CPU time. nullopt
+// when the thread is gone.
 struct ThreadActivity {
   uint64_t cpu_ticks = 0;
   uint64_t io_chars = 0;

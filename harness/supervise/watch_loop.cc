@@ -1048,27 +1048,28 @@ void WatchLoop::sampleActivity(ActivityWatch& watch, const std::vector<int>& ran
   }
   // A rank whose work is one thread of a process busy with others (Ray's
   // core worker): that thread and the rank's child processes. The others:
-  // the whole process tree, every root in one pass over /proc.
+  // the whole process tree. Every root's tree in one pass over /proc.
   std::map<int, Activity> activity;
   std::vector<pid_t> roots;
+  std::set<pid_t> by_thread;
   for (const auto& [rank, r] : sampled) {
+    roots.push_back(r->pid);
     auto w = work_threads_.find(r->pid);
     const auto t = w == work_threads_.end() ? std::nullopt : readThreadActivity(r->pid, w->second);
-    if (t) {
-      activity[rank] = Activity{t->cpu_ticks, t->io_chars, t->state};
-    } else {
-      roots.push_back(r->pid);
-    }
+    if (!t) continue;
+    activity[rank] = Activity{t->cpu_ticks, t->io_chars, t->state};
+    by_thread.insert(r->pid);
   }
-  const auto ticks = treeCpuTicks(roots);
+  const auto ticks = treeCpuTicks(roots, by_thread);
   for (const auto& [rank, r] : sampled) {
-    if (!activity.count(rank)) {
-      Activity& a = activity[rank];
-      if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks = t->second;
+    const bool thread = activity.count(rank) > 0;
+    Activity& a = activity[rank];
+    if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks += t->second;
+    if (!thread) {
       a.io_chars = readIoChars(r->pid).value_or(0);
       if (auto st = readStat(r->pid)) a.state = st->state;
     }
-    watch.sample(rank, activity[rank], now_ns);
+    watch.sample(rank, a, now_ns);
   }
 }
 

@@ -1,8 +1,11 @@
-// Reading /proc for one thread of a process: a Ray worker's training thread
-// is idle while the process's other threads work.
+// Reading /proc for one thread of a process, and for the processes below
+// one: a Ray worker's training thread is idle while the process's other
+// threads work.
 #include "harness/supervise/proc_fs.h"
 
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -48,6 +51,30 @@ TEST(ProcFs, AThreadsActivityLeavesItsProcessesOtherThreadsOut) {
   cv.notify_all();
   waiter.join();
   EXPECT_FALSE(readThreadActivity(::getpid(), tid)) << "a thread that is gone";
+}
+
+// A Ray rank's activity is its work thread's plus its child processes':
+// the tree below its process, without the process's own (busy) threads.
+TEST(ProcFs, ATreeBelowARootLeavesTheRootsOwnTimeOut) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();  // idle until killed
+    ::_exit(0);
+  }
+  const pid_t self = ::getpid();
+  const auto before = treeCpuTicks({self});
+  const auto below_before = treeCpuTicks({self}, {self});
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  const auto after = treeCpuTicks({self});
+  const auto below_after = treeCpuTicks({self}, {self});
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_TRUE(before.count(self) && after.count(self) && below_before.count(self) && below_after.count(self));
+  EXPECT_GE(after.at(self), before.at(self) + 10) << "the root worked";
+  EXPECT_LT(below_after.at(self), below_before.at(self) + 2) << "the idle child did not";
 }
 
 }  // namespace

@@ -12,6 +12,12 @@ actors (the ranks). Then the cluster is stopped.
   the workers the raylet starts) is a descendant of this one and dies with
   it. --node-ip-address 127.0.0.1 is asked for, but Ray 2.60 turns it into
   the host's address and listens on every interface.
+- Its workers bind ports the kernel picks (--min-worker-port=0
+  --max-worker-port=0), not ports of Ray's default range (10002-19999),
+  which the raylet hands out as it believes them free: two clusters on one
+  host (a suite's -j 2) were handed one port, and the second to bind it
+  (the driver, once) failed to start ("No address added out of total 1
+  resolved for '0.0.0.0:15984'").
 - Its temporary directory is the run's own (--temp-dir): Ray's sockets,
   session files and logs. After the job its logs are copied to --logs-to
   and the directory is removed; one left behind is a teardown leak that the
@@ -77,7 +83,7 @@ def _listening(port):
 def _start_head(opts, env):
     cmd = [_ray_program(), "start", "--head", "--block", "--node-ip-address=127.0.0.1", "--port=" + opts["port"],
            "--num-cpus=" + opts["num_cpus"], "--num-gpus=0", "--temp-dir=" + opts["temp_dir"],
-           "--include-dashboard=false", "--disable-usage-stats",
+           "--include-dashboard=false", "--disable-usage-stats", "--min-worker-port=0", "--max-worker-port=0",
            # The object store is /dev/shm; Ray's default is 30% of memory.
            "--object-store-memory=100000000"]
     return subprocess.Popen(cmd, env=env)
