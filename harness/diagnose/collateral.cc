@@ -42,6 +42,8 @@ std::optional<CollateralKind> classifyCollateral(std::string_view text) {
       {"EHOSTUNREACH", CollateralKind::kNetworkLost},
       {"ENETUNREACH", CollateralKind::kNetworkLost},
       {"Timed out waiting", CollateralKind::kCollectiveTimeout},
+      // Gloo's pair, closed by an earlier timeout on it (torch 2.13's Gloo).
+      {"Application timeout caused pair closure", CollateralKind::kCollectiveTimeout},
       {"Watchdog caught collective operation timeout", CollateralKind::kCollectiveTimeout},
       {"Some NCCL operations have failed or timed out", CollateralKind::kCollectiveTimeout},
       {"Operation timed out", CollateralKind::kCollectiveTimeout},

@@ -21,6 +21,9 @@ TEST(Collateral, PeerAndTimeoutErrors) {
       {"RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:589] Read error [10.0.0.2]:1234: Connection "
        "reset by peer",
        CollateralKind::kPeerClosed},
+      // Rank 0 of a 2-rank Lightning job whose rank 1 timed out in the same
+      // all-reduce first (onion-worker-segv on lightning@2.6, torch 2.13).
+      {"RuntimeError: Application timeout caused pair closure", CollateralKind::kCollectiveTimeout},
       // Real texts of a 4-rank Gloo DDP job whose ranks 2-3 were SIGKILLed
       // (tests/fixtures/diagnose/builtin213_kill_two_ranks, torch 2.13).
       {"RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
