@@ -688,13 +688,12 @@ void foldCrashesOnTheWayOut(RankInput& ri) {
   const auto exit_ev = std::find_if(ri.events.events.begin(), ri.events.events.end(),
                                     [](const Event& e) { return e.ev == "exit" && e.code > 0; });
   if (exit_ev == ri.events.events.end()) return;
+  const auto after_exit = [&](const Evidence& e) { return e.origin == "events.jsonl" && e.t_ns && *e.t_ns > exit_ev->t; };
   std::vector<Evidence> crashes;
-  for (const Evidence& e : ri.errors) {
-    if (e.origin == "events.jsonl" && e.t_ns && *e.t_ns > exit_ev->t) crashes.push_back(e);
-  }
+  std::copy_if(ri.errors.begin(), ri.errors.end(), std::back_inserter(crashes), after_exit);
   if (crashes.empty()) return;
   const auto restates = [&](const Evidence& e) {
-    if (e.origin == "events.jsonl") return e.t_ns && *e.t_ns > exit_ev->t;
+    if (e.origin == "events.jsonl") return after_exit(e);
     return e.cut_off || std::any_of(crashes.begin(), crashes.end(), [&](const Evidence& c) { return c.type == e.type; });
   };
   ri.errors.erase(std::remove_if(ri.errors.begin(), ri.errors.end(), restates), ri.errors.end());

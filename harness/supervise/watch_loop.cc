@@ -1062,10 +1062,9 @@ void WatchLoop::sampleActivity(ActivityWatch& watch, const std::vector<int>& ran
   }
   const auto ticks = treeCpuTicks(roots, by_thread);
   for (const auto& [rank, r] : sampled) {
-    const bool thread = activity.count(rank) > 0;
     Activity& a = activity[rank];
     if (auto t = ticks.find(r->pid); t != ticks.end()) a.cpu_ticks += t->second;
-    if (!thread) {
+    if (!by_thread.count(r->pid)) {
       a.io_chars = readIoChars(r->pid).value_or(0);
       if (auto st = readStat(r->pid)) a.state = st->state;
     }

@@ -19,6 +19,13 @@
 namespace faultline::supervise {
 namespace {
 
+// This thread works: 200 ms of CPU is 20 clock ticks at 100 Hz.
+void burnCpu(std::chrono::milliseconds how_long) {
+  const auto until = std::chrono::steady_clock::now() + how_long;
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < until) x = x + 1;
+}
+
 TEST(ProcFs, AThreadsActivityLeavesItsProcessesOtherThreadsOut) {
   std::mutex m;
   std::condition_variable cv;
@@ -33,10 +40,7 @@ TEST(ProcFs, AThreadsActivityLeavesItsProcessesOtherThreadsOut) {
   const auto before = readThreadActivity(::getpid(), tid);
   const auto process_before = readStat(::getpid());
   ASSERT_TRUE(before && process_before);
-  // This thread works: 200 ms of CPU, 20 clock ticks at 100 Hz.
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  burnCpu(std::chrono::milliseconds(200));
   const auto after = readThreadActivity(::getpid(), tid);
   const auto process_after = readStat(::getpid());
   ASSERT_TRUE(after && process_after);
@@ -65,9 +69,7 @@ TEST(ProcFs, ATreeBelowARootLeavesTheRootsOwnTimeOut) {
   const pid_t self = ::getpid();
   const auto before = treeCpuTicks({self});
   const auto below_before = treeCpuTicks({self}, {self});
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  burnCpu(std::chrono::milliseconds(200));
   const auto after = treeCpuTicks({self});
   const auto below_after = treeCpuTicks({self}, {self});
   ::kill(child, SIGKILL);
