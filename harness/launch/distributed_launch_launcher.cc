@@ -1,6 +1,8 @@
 // The launch stack: `python -m torch.distributed.launch --use_env`, the
 // launcher torch deprecated in 2.0 (gone from newer releases). It runs Python
-// trainers, and the reference trainer with --no_python.
+// trainers, and the reference trainer with --no_python; a scenario of several
+// nodes with one launch agent per node (--nnodes, --node_rank, --master_addr:
+// torchelastic's options, which launch parses on 1.13 and 2.x alike).
 #include "harness/launch/elastic_launcher.h"
 
 namespace faultline::launch {
@@ -17,8 +19,11 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     const TorchInstall& torch = *in.torch;
     if (!torch.has_launch) return tl::unexpected(Unsupported{"torch " + torch.version + " no longer ships torch.distributed.launch"});
     const scenario::Scenario& s = *in.scenario;
-    std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env",
-                                    "--nproc_per_node=" + std::to_string(s.stack.world_size)};
+    // A scenario of several nodes: --nnodes, one agent per node (elastic_nodes.cc).
+    auto shape = nodeShape(s.stack);
+    if (!shape) return tl::unexpected(shape.error());
+    std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env"};
+    cmd.insert(cmd.end(), shape->flags.begin(), shape->flags.end());
     for (const auto& f : rendezvousFlags(s.stack, in.master_port)) cmd.push_back(f);
     for (const auto& f : restartFlags(s.stack)) cmd.push_back(f);
     // launch parses torchrun's options (1.13's launch crashes on the same defaults).
@@ -31,7 +36,7 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     } else {
       cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
     }
-    return PlannedStart{cmd, 1};
+    return PlannedStart{cmd, 1, {}, shape->node_procs};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
     if (!torch) return {};

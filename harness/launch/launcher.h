@@ -167,9 +167,9 @@ class Launcher {
   // Whether the stack runs at a torch version even with a trainer that needs
   // none (torchrun is torch's own launcher; external runs whatever it is given).
   bool needsTorch() const { return traits().needs_torch; }
-  // Whether it spreads a world over several nodes (`[stack] nodes`); a
-  // scenario with nodes > 1 is unsupported on a stack that does not.
-  bool spansNodes() const { return traits().spans_nodes; }
+  // How it meets `[stack] nodes`: a scenario with nodes > 1 is unsupported
+  // on a one-node stack, and one of one node is spread on a stack that spreads.
+  NodeSpan nodeSpan() const { return traits().nodes; }
   // The command line for a scenario, or why the scenario cannot run here.
   virtual tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const = 0;
 

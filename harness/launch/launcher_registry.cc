@@ -43,7 +43,7 @@ const std::vector<const Launcher*>& allLaunchers() {
 }
 
 const LauncherTraits& Launcher::traits() const {
-  static const LauncherTraits kNone{"", false, false, false, false, false, false, {}};
+  static const LauncherTraits kNone{"", false, false, false, false, false, NodeSpan::kOne, {}};
   const LauncherTraits* t = launcherTraits(name());
   return t ? *t : kNone;
 }

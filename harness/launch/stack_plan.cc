@@ -83,9 +83,9 @@ std::string notListedReason(const scenario::Scenario& s, const std::vector<std::
   if (only && only->framework) return "its trainer is written for " + launchers[0] + "'s own API";
   const bool all_span = std::all_of(launchers.begin(), launchers.end(), [](const std::string& l) {
     const LauncherTraits* t = launcherTraits(l);
-    return t && t->spans_nodes;
+    return t && t->nodes != NodeSpan::kOne;
   });
-  if (all_span && here && !here->spans_nodes) return "a scenario of several nodes, on a one-node stack";
+  if (all_span && here && here->nodes == NodeSpan::kOne) return "a scenario of several nodes, on a one-node stack";
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   return "scenario '" + s.name + "' applies to the stacks " + list + ", not " + stack;
@@ -218,7 +218,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   in.master_port = master_port;
   in.faultline_bin = tools.faultline_bin;
   in.launch_scripts_dir = tools.launch_scripts_dir;
-  if (s.stack.nodes > 1 && !launcher->spansNodes()) {
+  if (s.stack.nodes > 1 && launcher->nodeSpan() == NodeSpan::kOne) {
     plan.unsupported = "scenario '" + s.name + "' spans " + std::to_string(s.stack.nodes) + " nodes; " + name.launcher +
                        " runs on one";
     return plan;
@@ -231,7 +231,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   // over two (3 ranks: n1 ranks 0-1, n2 rank 2), so every trainer fault is
   // also met as on a cluster, and its root cause must name the node.
   scenario::Scenario spread;
-  if (s.stack.nodes <= 1 && launcher->spansNodes()) {
+  if (s.stack.nodes <= 1 && launcher->nodeSpan() == NodeSpan::kSpreads) {
     if (s.stack.world_size < kSpreadNodes) {
       plan.unsupported = "scenario '" + s.name + "' has " + std::to_string(s.stack.world_size) + " rank, too few for " +
                          std::to_string(kSpreadNodes) + " nodes";

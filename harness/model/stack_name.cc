@@ -8,22 +8,24 @@
 namespace faultline {
 
 const std::vector<LauncherTraits>& stackLaunchers() {
-  //  name                 vers  torch  ref    py     cmd    nodes  node faults  framework, why it does not restart ranks
+  using enum NodeSpan;
+  //  name                 vers  torch  ref    py     cmd    nodes     node faults  framework, why it does not restart ranks
   static const std::vector<LauncherTraits> kTable = {
-      {"builtin",            true, false, true,  false, false, false, {}, nullptr, nullptr},
-      {"torchrun",           true, true,  true,  false, false, false, {}, nullptr, nullptr},
-      {"torchrun-multinode", true, true,  true,  false, false, true,  {"*"}, nullptr, nullptr},
-      {"launch",             true, true,  true,  false, false, false, {}, nullptr, nullptr},
-      {"spawn",              true, true,  false, true,  false, false, {}, nullptr, "mp.spawn does not restart its processes"},
-      {"slurm",              true, true,  true,  false, false, true,  {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
+      {"builtin",            true, false, true,  false, false, kOne,     {}, nullptr, nullptr},
+      {"torchrun",           true, true,  true,  false, false, kOne,     {}, nullptr, nullptr},
+      {"torchrun-multinode", true, true,  true,  false, false, kSpreads, {"*"}, nullptr, nullptr},
+      // launch runs one agent per node of a scenario of several (network namespaces, as torchrun-multinode).
+      {"launch",             true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
+      {"spawn",              true, true,  false, true,  false, kOne,     {}, nullptr, "mp.spawn does not restart its processes"},
+      {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
       // lightning runs a plain script as the function its Fabric launches (lightning_script.py).
-      {"lightning",          true, true,  false, true,  false, false, {}, "lightning", "Lightning's launcher does not restart ranks"},
+      {"lightning",          true, true,  false, true,  false, kOne,     {}, "lightning", "Lightning's launcher does not restart ranks"},
       // accelerate launch and deepspeed run any script (and a program, --no_python).
-      {"accelerate",         true, true,  true,  false, false, false, {}, "accelerate", nullptr},
-      {"deepspeed",          true, true,  true,  false, false, false, {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
+      {"accelerate",         true, true,  true,  false, false, kOne,     {}, "accelerate", nullptr},
+      {"deepspeed",          true, true,  true,  false, false, kOne,     {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
       // ray runs a plain script as its training function (ray_script.py).
-      {"ray",                true, true,  false, true,  false, false, {}, "ray", nullptr},
-      {"external",           false, false, false, false, true, false, {}, nullptr, "an external launcher restarts as its own command says"},
+      {"ray",                true, true,  false, true,  false, kOne,     {}, "ray", nullptr},
+      {"external",           false, false, false, false, true, kOne,     {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;
 }
@@ -40,6 +42,19 @@ const LauncherTraits* stackTraits(const std::string& stack) { return launcherTra
 bool deliversNodeFault(const LauncherTraits& t, const std::string& kind) {
   return std::any_of(t.node_faults.begin(), t.node_faults.end(),
                      [&](const char* k) { return std::string(k) == "*" || kind == k; });
+}
+
+std::string nodeFaultStackList() {
+  std::vector<std::string> parts;
+  for (const auto& t : stackLaunchers()) {
+    if (t.node_faults.empty()) continue;
+    std::string kinds;
+    for (const char* k : t.node_faults) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
+    parts.push_back(std::string(t.name) + " (" + (kinds == "*" ? std::string("every node fault") : kinds) + ")");
+  }
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
+  return out;
 }
 
 std::string stackLauncherList() {

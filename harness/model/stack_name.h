@@ -25,6 +25,13 @@ struct StackName {
 // a launch::Launcher of that name (the launch stage's registry; a test checks
 // that the two agree). The scenario files need the table and sit below the
 // launch stage, hence it lives here.
+// How a launcher's stack meets `[stack] nodes`.
+enum class NodeSpan {
+  kOne,      // runs on one node: a scenario of several is unsupported there
+  kAsked,    // runs a scenario of several nodes across them, and one of one node on one (launch)
+  kSpreads,  // also spreads a scenario written for one node over two (torchrun-multinode, slurm)
+};
+
 struct LauncherTraits {
   const char* name;
   bool versioned;       // takes @MAJOR.MINOR: "torchrun@2.13"
@@ -32,7 +39,7 @@ struct LauncherTraits {
   bool runs_reference;  // can start the reference trainer, a plain executable, as ranks
   bool python_only;     // runs Python trainers only
   bool is_the_command;  // the scenario's own command is the launcher (external)
-  bool spans_nodes;     // spreads a world over several nodes ([stack] nodes)
+  NodeSpan nodes;       // several nodes ([stack] nodes)
   // The node-fault kinds it delivers (docs/MULTINODE.md); "*": every kind.
   std::vector<const char*> node_faults;
   // A framework's launcher: the Python distribution it is ("lightning"). Its
@@ -50,6 +57,9 @@ const LauncherTraits* launcherTraits(const std::string& launcher);
 const LauncherTraits* stackTraits(const std::string& stack);
 bool deliversNodeFault(const LauncherTraits& t, const std::string& kind);
 
+// "torchrun-multinode (every node fault), launch (every node fault) or slurm
+// (node_loss, slow_node)": the stacks that deliver node faults, for messages.
+std::string nodeFaultStackList();
 // "builtin, torchrun, launch, spawn or external": for messages.
 std::string stackLauncherList();
 bool isStackLauncher(const std::string& name);

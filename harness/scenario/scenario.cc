@@ -620,7 +620,7 @@ void parseNodeFault(Checker& c, const toml::table& t, const Stack& stack, Fault&
     const std::string launcher = e.substr(0, e.find('@'));
     if (!nodeFaultRunsOn(launcher, kind)) {
       c.error(at, "fault.node: stack " + e + " cannot deliver the node fault '" + kind +
-                      "', expected stacks torchrun-multinode (every node fault) or slurm (node_loss, slow_node)");
+                      "', expected stacks " + nodeFaultStackList());
       return;
     }
   }

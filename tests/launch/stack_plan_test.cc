@@ -152,7 +152,7 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
             "its trainer is written for lightning's own API");
   const auto nodes = parse("launcher = \"torchrun-multinode\"\nstacks = [\"torchrun-multinode\", \"slurm\"]\nnodes = 2\n"
                            "world_size = 4");
-  EXPECT_EQ(planStack(nodes, "launch@2.13", tools, "/out", 1, "/sc").unsupported,
+  EXPECT_EQ(planStack(nodes, "torchrun@2.13", tools, "/out", 1, "/sc").unsupported,
             "a scenario of several nodes, on a one-node stack");
 }
 
@@ -476,6 +476,35 @@ TEST(StackPlan, AOneNodeScenarioOnAMultiNodeStackIsSpreadOverTwoNodes) {
   const auto builtin = planStack(s, "builtin@2.13", twoTorches(), "/o", 1, "/s");
   EXPECT_TRUE(builtin.implied_expect.empty());
   EXPECT_TRUE(builtin.launch.node_procs.empty());
+}
+
+TEST(StackPlan, LaunchRunsAScenarioOfSeveralNodesAcrossThemAndOneOfOneNodeOnOne) {
+  // A scenario of 2 nodes that lists launch: one launch agent per node.
+  const auto two = parse("launcher = \"torchrun-multinode\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
+                         "stacks = [\"torchrun-multinode\", \"launch\"]\nnodes = 2\nworld_size = 4\n"
+                         "[expect_on.launch]\n\"root_cause.rank\" = 2");
+  const auto plan = planStack(two, "launch@2.13", twoTorches(), "/o", 1, "/s");
+  EXPECT_TRUE(plan.implied_expect.empty()) << "written for its nodes: its own expectations name the node";
+  if (!plan.unsupported) {  // only where network namespaces can be made
+    const auto& c = plan.launch.command;
+    const auto at = std::find(c.begin(), c.end(), "--use_env");
+    ASSERT_NE(at, c.end());
+    EXPECT_EQ(*(at + 1), "--nnodes=2") << "the node's flags go before it (elastic_nodes.cc)";
+    EXPECT_EQ(*(at + 2), "--nproc_per_node=2");
+    EXPECT_TRUE(plan.launch.node_procs.empty()) << "the same ranks on each node";
+  }
+  // A scenario of one node stays on one: launch does not spread it.
+  const auto one = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"launch\"]\nworld_size = 4");
+  const auto single = planStack(one, "launch@2.13", twoTorches(), "/o", 1, "/s");
+  ASSERT_FALSE(single.unsupported) << *single.unsupported;
+  const auto& c = single.launch.command;
+  EXPECT_EQ(std::count_if(c.begin(), c.end(), [](const std::string& a) { return a.rfind("--nnodes", 0) == 0; }), 0);
+  EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=4"), c.end());
+  EXPECT_TRUE(single.implied_expect.empty());
+  EXPECT_TRUE(single.launch.node_procs.empty());
+  // torchrun, a one-node stack, still says so.
+  EXPECT_EQ(planStack(two, "torchrun@2.13", twoTorches(), "/o", 1, "/s").unsupported,
+            "a scenario of several nodes, on a one-node stack");
 }
 
 TEST(StackPlan, AnOddWorldSpreadsWithOneRankMoreOnTheFirstNode) {

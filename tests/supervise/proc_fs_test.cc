@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <ctime>
 #include <mutex>
 #include <thread>
 
@@ -19,11 +20,18 @@
 namespace faultline::supervise {
 namespace {
 
-// This thread works: 200 ms of CPU is 20 clock ticks at 100 Hz.
+// This thread works until it has had `how_long` of CPU (its own clock, not
+// the wall's: on a loaded machine 200 ms of wall time gave it 70 ms of CPU):
+// 200 ms of CPU is 20 clock ticks at 100 Hz.
 void burnCpu(std::chrono::milliseconds how_long) {
-  const auto until = std::chrono::steady_clock::now() + how_long;
+  const auto cpu_ns = [] {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  };
+  const int64_t until = cpu_ns() + std::chrono::duration_cast<std::chrono::nanoseconds>(how_long).count();
   volatile uint64_t x = 0;
-  while (std::chrono::steady_clock::now() < until) x = x + 1;
+  while (cpu_ns() < until) x = x + 1;
 }
 
 TEST(ProcFs, AThreadsActivityLeavesItsProcessesOtherThreadsOut) {

@@ -1,0 +1,159 @@
+// torchelastic's agents across nodes, shared by torchrun-multinode and
+// torch.distributed.launch: each node a network namespace of this machine
+// (netns.h), meeting at node n1's address, with a static rendezvous or c10d
+// ([stack] rendezvous), n1's agent hosting the store (docs/MULTINODE.md,
+// "torchrun across namespaces").
+//
+// The launcher process is one small driver (bash) that faultline starts: it
+// starts every node's process (`ip netns exec NS env FAULTLINE_NODE=nK
+// GLOO_SOCKET_IFNAME=IF faultline agent --node nK --link IF -- LAUNCHER
+// --nnodes N --node_rank K-1 --master_addr ADDR ...`), waits for all of them
+// and exits with the first non-zero status (0 when all succeeded). So every
+// rank stays a descendant of the launcher process, found by RANK as under one
+// agent, and the containment and teardown of one node work unchanged.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/launch/elastic_launcher.h"
+#include "harness/launch/netns.h"
+#include "harness/model/atomic_file.h"
+#include "harness/model/node_layout.h"
+
+namespace faultline::launch {
+namespace {
+
+std::string shellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+int nodesOf(const std::vector<std::string>& cmd) {
+  const std::string v = flagValue(cmd, "--nnodes");
+  return v.empty() ? 1 : std::max(std::atoi(v.c_str()), 1);
+}
+
+std::string selfExe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "faultline" : p.string();
+}
+
+bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// Node k's command line (0-based): the launcher's own, placed and named. The
+// node's flags come before --nnodes, the first of the launcher's own options
+// (`torchrun --node_rank=1 --master_addr=A --nnodes=2 ...`).
+std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net, int k) {
+  const NodeNet& node = net.nodes[k];
+  std::vector<std::string> cmd = {ipCommand(), "netns", "exec", node.netns, "/usr/bin/env",
+                                  "FAULTLINE_NODE=" + node.name, "GLOO_SOCKET_IFNAME=" + node.node_if};
+  // The node agent (docs/MULTINODE.md) runs the node's launcher and records it in OUT/nodes/nK/.
+  cmd.insert(cmd.end(), {selfExe(), "agent", "--out", layout.outDir(), "--node", node.name, "--link", node.node_if, "--"});
+  const std::vector<std::string>& t = opts.command;
+  // A c10d rendezvous: every agent meets at node n1's address, where n1's
+  // agent hosts the store (the address is its own, by its hosts file:
+  // netns.h), and the rendezvous numbers the nodes. Static: each node is
+  // told its place and n1's address.
+  const bool c10d = flagValue(t, "--rdzv_backend") == "c10d";
+  const bool own_nproc = static_cast<size_t>(k) < opts.node_procs.size();
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (c10d && startsWith(t[i], "--rdzv_endpoint=")) {
+      cmd.push_back("--rdzv_endpoint=" + net.nodes.front().addr + t[i].substr(t[i].rfind(':')));
+      continue;
+    }
+    if (own_nproc && startsWith(t[i], "--nproc_per_node=")) {
+      cmd.push_back("--nproc_per_node=" + std::to_string(opts.node_procs[k]));
+      continue;
+    }
+    // Node n1 keeps --log_dir (its local ranks are the global ones, as on
+    // one node); the others log beside their node's part of the run.
+    const bool log_dir = t[i] == "--log_dir" || t[i] == "--log-dir";
+    if (log_dir && k > 0 && i + 1 < t.size()) {
+      cmd.push_back(t[i]);
+      cmd.push_back(layout.nodeLogsDir(node.name));
+      ++i;
+      continue;
+    }
+    if (startsWith(t[i], "--nnodes=")) {
+      if (c10d) {
+        cmd.push_back("--rdzv_id=" + net.tag);
+      } else {
+        cmd.push_back("--node_rank=" + std::to_string(k));
+        cmd.push_back("--master_addr=" + net.nodes.front().addr);
+      }
+    }
+    cmd.push_back(t[i]);
+  }
+  return cmd;
+}
+
+std::string driverScript(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net) {
+  std::string s = "pids=()\n";
+  for (size_t k = 0; k < net.nodes.size(); ++k) {
+    std::error_code ec;
+    std::filesystem::create_directories(layout.nodeDir(net.nodes[k].name), ec);
+    std::string line;
+    for (const auto& a : nodeCommand(opts, layout, net, static_cast<int>(k))) line += shellQuote(a) + " ";
+    s += line + "</dev/null &\npids+=($!)\n";
+  }
+  // The first non-zero status of the nodes (in node order), 0 when every
+  // node succeeded. `wait PID`, not `wait -n`: a non-interactive bash may
+  // have reaped two nodes that ended together, and `wait -n` then answers 127.
+  s += "rc=0\nfor p in \"${pids[@]}\"; do wait \"$p\"; s=$?; if [ \"$rc\" -eq 0 ] && [ \"$s\" -ne 0 ]; then rc=$s; fi; done\n"
+       "exit \"$rc\"\n";
+  return s;
+}
+
+}  // namespace
+
+tl::expected<NodeShape, Unsupported> nodeShape(const scenario::Stack& stack) {
+  const int nodes = std::max(stack.nodes, 1);
+  if (nodes > 1) {
+    if (auto why = networkProblem(); !why.empty()) return tl::unexpected(Unsupported{why});
+  }
+  if (auto why = nodeLayoutProblem(stack.world_size, nodes); !why.empty()) return tl::unexpected(Unsupported{why});
+  const std::vector<int> per_node = ranksPerNode(stack.world_size, nodes);
+  NodeShape shape;
+  if (nodes > 1) shape.flags.push_back("--nnodes=" + std::to_string(nodes));
+  shape.flags.push_back("--nproc_per_node=" + std::to_string(per_node.front()));
+  if (per_node.front() != per_node.back()) shape.node_procs = per_node;
+  return shape;
+}
+
+Result<Started> ElasticLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
+  const int nodes = nodesOf(opts.command);
+  if (nodes <= 1 || nodeSpan() == NodeSpan::kOne) return ObservedLauncher::start(opts, layout, placement);
+  if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
+  (void)sweepStaleNetworks();
+  const RunNetwork net = planNetwork(opts.run_id, nodes);
+  if (auto r = createNetwork(net); !r) return tl::unexpected(r.error());
+  // Which namespace and link is which node (for the diagnosis and the tests' own teardown check).
+  nlohmann::json j = {{"tag", net.tag}, {"bridge", net.bridge}, {"subnet", net.subnet + ".0/24"}, {"nodes", nlohmann::json::array()}};
+  for (const auto& n : net.nodes) {
+    j["nodes"].push_back({{"name", n.name}, {"netns", n.netns}, {"link", n.host_if}, {"ifname", n.node_if}, {"addr", n.addr}});
+  }
+  if (auto r = makeDirs(layout.nodesDir()); r) (void)writeFileAtomically(layout.nodesDir() + "/network.json", j.dump(2) + "\n");
+  LaunchOptions driver = opts;
+  driver.command = {"/bin/bash", "-c", driverScript(opts, layout, net), "faultline-nodes"};
+  auto started = ObservedLauncher::start(driver, layout, placement);
+  if (!started) (void)removeNetwork(net);
+  return started;
+}
+
+std::vector<std::string> ElasticLauncher::finish(const LaunchOptions& opts) const {
+  const int nodes = nodesOf(opts.command);
+  if (nodes <= 1 || nodeSpan() == NodeSpan::kOne) return {};
+  return tearDownNetwork(planNetwork(opts.run_id, nodes));
+}
+
+}  // namespace faultline::launch
