@@ -171,9 +171,37 @@ std::optional<Evidence> workerCrash(const Evidence* report, const ProcessExit* e
   return e;
 }
 
+// A worker death torch raised in a collective, caught by the trainer before
+// `term` (rankFailure): its kind from what torch says, else from the
+// supervisor's record of the worker; the caught exception its layer.
+std::optional<Evidence> caughtWorkerDeath(const std::vector<Evidence>& caught,
+                                          const std::vector<ProcessExit>& crashed_children, const Evidence& term) {
+  for (const Evidence& c : caught) {
+    if (term.t_ns && c.t_ns && *c.t_ns > *term.t_ns) continue;
+    std::optional<Evidence> death = parseWorkerDeath(c.message);
+    if (!death) continue;
+    death->origin = c.origin;
+    death->t_ns = c.t_ns;
+    if (death->kind == Kind::kExitCode && !death->exit_code) {
+      for (const ProcessExit& p : crashed_children) {
+        if (!namesPid(death->worker, p.pid)) continue;
+        death->kind = Kind::kSignal;
+        death->signal = *p.signal;
+        death->type = *p.signal;
+        break;
+      }
+    }
+    death->chain = {describe(c) + "; " + c.note};
+    death->note = c.note;
+    return death;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors, const std::vector<ProcessExit>& crashed_children) {
+std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors, const std::vector<ProcessExit>& crashed_children,
+                                    const std::vector<Evidence>& caught) {
   const Evidence* term = terminalError(errors);
   if (!term) return std::nullopt;
   const size_t ti = static_cast<size_t>(term - errors.data());
@@ -239,6 +267,7 @@ std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors, const s
     }
     cause = workerCrash(report, exit, *term);
   }
+  if (!cause && term->collateral) cause = caughtWorkerDeath(caught, crashed_children, *term);
   if (!cause) {
     // A thread that died before the rank's error, of its own fault.
     for (size_t i = 0; i < errors.size() && !cause; ++i) {

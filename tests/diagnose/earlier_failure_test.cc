@@ -3,6 +3,9 @@
 // collateral thread error, a handled and logged traceback, unordered sources.
 #include "harness/diagnose/earlier_failure.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include <gtest/gtest.h>
 
 #include "harness/diagnose/native_error.h"
@@ -388,6 +391,70 @@ TEST(RankFailure, TheSupervisorSaysHowAWorkerThatExitedUnexpectedlyDied) {
   auto other = rankFailure(scanRankLog(text).errors, crashedChild(1338, "SIGSEGV", 10));
   ASSERT_TRUE(other);
   EXPECT_EQ(other->kind, Kind::kExitCode);
+}
+
+// Lightning's per-step SIGTERM broadcast (training_epoch_loop.py,
+// _broadcast_sigterm_tensor) catches every Exception around its broadcast. A
+// DataLoader worker of rank 1 dies; torch's SIGCHLD handler raises "worker is
+// killed by signal" as rank 1 enters that broadcast, before the broadcast ran;
+// Lightning swallows it, and rank 1 goes on into the step's all-reduce, which
+// rank 0, still in the broadcast rank 1 never joined, does not match. Both
+// time out 10 s later (CI's lightning@2.6 onion-worker-segv, 1 run in 10 or
+// more). The events as the shim writes them: the caught exception is rank
+// 1's failure, its timeout and rank 0's collateral.
+TEST(RankFailure, AWorkerDeathTheTrainerCaughtInACollectiveIsTheCause) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "caught_worker_death";
+  fs::remove_all(dir);
+  const auto write = [&](int rank, const std::string& lines) {
+    fs::create_directories(dir / "ranks" / std::to_string(rank));
+    std::ofstream(dir / "ranks" / std::to_string(rank) / "events.jsonl") << lines;
+  };
+  const auto begin = [](int rank, int64_t t, const char* op, int seq) {
+    return "{\"t\":" + std::to_string(t) + ",\"rank\":" + std::to_string(rank) + ",\"pid\":" + std::to_string(100 + rank) +
+           ",\"ev\":\"collective_begin\",\"op\":\"" + op + "\",\"seq\":" + std::to_string(seq) + ",\"numel\":1,\"dtype\":\"int64\"}\n";
+  };
+  const auto error = [](int rank, int64_t t, const char* ev, const std::string& extra, const char* message) {
+    return "{\"t\":" + std::to_string(t) + ",\"rank\":" + std::to_string(rank) + ",\"pid\":" + std::to_string(100 + rank) +
+           ",\"ev\":\"" + ev + "\"" + extra + ",\"kind\":\"python_exception\",\"type\":\"RuntimeError\",\"message\":\"" +
+           message + "\",\"file\":\"/lightning/pytorch/loops/training_epoch_loop.py\",\"line\":265,\"stack\":[]}\n";
+  };
+  const char* kTimeout = "[../third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 10000ms for recv operation to complete";
+  const char* kClosure = "[../third_party/gloo/gloo/transport/tcp/pair.cc:534] Application timeout caused pair closure";
+  const std::string in_broadcast = ",\"op\":\"broadcast\",\"seq\":13,\"site\":\"/lightning/pytorch/loops/training_epoch_loop.py:265\"";
+  write(0, begin(0, 1'000'000'000, "broadcast", 13) +
+               error(0, 11'000'000'000, "collective_raised", in_broadcast, kTimeout) +  // swallowed too
+               begin(0, 11'010'000'000, "allreduce", 14) + error(0, 11'070'000'000, "error", "", kClosure));
+  write(1, begin(1, 1'002'000'000, "broadcast", 13) +
+               error(1, 1'003'000'000, "collective_raised", in_broadcast,
+                     "DataLoader worker (pid 4242) is killed by signal: Segmentation fault. ") +
+               begin(1, 1'020'000'000, "allreduce", 14) + error(1, 11'020'000'000, "error", "", kTimeout));
+  auto report = testing::diagnosedReport(dir.string());
+  ASSERT_TRUE(report);
+  ASSERT_TRUE(report->root_cause);
+  const RootCause& rc = *report->root_cause;
+  EXPECT_EQ(rc.rank, 1);
+  EXPECT_EQ(rc.kind, Kind::kSignal);
+  EXPECT_EQ(rc.signal, "SIGSEGV");
+  EXPECT_EQ(rc.summary.rfind("rank 1: DataLoader worker (pid 4242) is killed by signal: Segmentation fault.", 0), 0u)
+      << rc.summary;
+  std::string layers;
+  for (const auto& l : rc.layers) layers += l.text + "\n";
+  EXPECT_NE(layers.find("RuntimeError: DataLoader worker (pid 4242) is killed by signal"), std::string::npos) << layers;
+  EXPECT_NE(layers.find("raised in broadcast #13 and caught by its caller at training_epoch_loop.py:265, which went on"),
+            std::string::npos)
+      << layers;
+  EXPECT_NE(rc.summary.find("caught by its caller at training_epoch_loop.py:265"), std::string::npos) << rc.summary;
+  // A timeout that rank 0 caught names no worker: its failure stays collateral.
+  ASSERT_GE(report->ranks.size(), 2u);
+  EXPECT_EQ(report->ranks[0].role, RankRole::kCollateral);
+  // Without the shim's record of the caught exception, rank 1's timeout is all there is.
+  fs::remove(dir / "ranks" / "1" / "events.jsonl");
+  write(1, begin(1, 1'002'000'000, "broadcast", 13) + begin(1, 1'020'000'000, "allreduce", 14) +
+               error(1, 11'020'000'000, "error", "", kTimeout));
+  auto without = testing::diagnosedReport(dir.string());
+  ASSERT_TRUE(without);
+  EXPECT_FALSE(without->root_cause && without->root_cause->kind == Kind::kSignal);
 }
 
 }  // namespace

@@ -173,5 +173,75 @@ class SignalHandlerExceptions(unittest.TestCase):
         self.assertNotIn("data.dataloader", _instrument._broken)
 
 
+class CaughtInACollective(unittest.TestCase):
+    """An exception out of a collective is written as collective_raised, with
+    where the call came from, and goes on to the trainer: a trainer that
+    catches it (Lightning's per-step SIGTERM broadcast catches every
+    Exception) leaves it the only record that it happened."""
+
+    def setUp(self):
+        import signal
+
+        fresh()
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "1", "events.jsonl")
+        _state.recorder = _events.Recorder(1, self.path)
+
+        def handler(signum, frame):
+            raise RuntimeError("DataLoader worker (pid 42) is killed by signal: Segmentation fault. ")
+
+        self.previous = signal.signal(signal.SIGUSR2, handler)
+        from faultline_shim import _dist
+
+        self.dist = _dist
+        self.saved = _dist._c10d
+        world = object()
+        _dist._c10d = types.SimpleNamespace(GroupMember=types.SimpleNamespace(WORLD=world, NON_GROUP_MEMBER=object()))
+        _dist._counters.clear()
+
+    def tearDown(self):
+        import signal
+
+        signal.signal(signal.SIGUSR2, self.previous)
+        self.dist._c10d = self.saved
+        self.dist._counters.clear()
+        _state.recorder = None
+        self.dir.cleanup()
+
+    def events(self):
+        with open(self.path) as f:
+            return [json.loads(line) for line in f]
+
+    def test_the_exception_is_recorded_with_its_caller_and_passed_on(self):
+        import signal
+
+        def broadcast(tensor, src, group=None, async_op=False):
+            if tensor == "struck":
+                os.kill(os.getpid(), signal.SIGUSR2)  # torch's SIGCHLD handler, in the call
+                sum(range(1000))
+            return None
+
+        wrapped = self.dist._wrap(broadcast, "broadcast", "tensor", None, "dist.broadcast")
+
+        def sigterm_broadcast():  # Lightning's _broadcast_sigterm_tensor
+            try:
+                wrapped("struck", src=0)
+            except Exception:  # noqa: BLE001
+                return "swallowed"
+
+        self.assertEqual(sigterm_broadcast(), "swallowed")
+        wrapped("fine", src=0)
+        evs = [(e["ev"], e.get("op"), e.get("seq")) for e in self.events()]
+        self.assertEqual(evs, [("collective_begin", "broadcast", 0), ("collective_raised", "broadcast", 0),
+                               ("collective_begin", "broadcast", 1), ("collective_end", "broadcast", 1)])
+        raised = self.events()[1]
+        self.assertEqual(raised["type"], "RuntimeError")
+        self.assertIn("is killed by signal", raised["message"])
+        self.assertTrue(raised["site"].endswith("shim_patch_status_test.py:%d" % (sigterm_broadcast.__code__.co_firstlineno + 2)),
+                        raised["site"])
+        self.assertIn("RuntimeError: DataLoader worker (pid 42)", raised["traceback"])
+        self.assertNotIn("dist.broadcast", _instrument._broken)
+
+
 if __name__ == "__main__":
     unittest.main()

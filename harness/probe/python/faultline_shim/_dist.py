@@ -6,7 +6,8 @@ which is the same on every rank of a correct program, a group of every rank
 counted with it; another subgroup's calls count in group_seq) and writes one
 line before and one after. A collective that raises gets no collective_end: it never
 completed, and a rank blocked in it until a timeout must still read as
-waiting there. async_op=True calls end when their Work completes (a thread
+waiting there; the exception is written as collective_raised, for the
+trainer may catch it and go on. async_op=True calls end when their Work completes (a thread
 of the shim's polls it: _GlooWaiter; on other backends, its future).
 
 Point-to-point send/recv involve two ranks, not the group, so they carry the
@@ -22,7 +23,7 @@ import sys
 import threading
 import time
 
-from . import _faults, _instrument, _metrics, _site, _state
+from . import _errors, _faults, _instrument, _metrics, _site, _state
 
 # name -> (op, the parameter whose tensor(s) give numel and dtype, peer parameter)
 _COLLECTIVES = {
@@ -374,6 +375,10 @@ def _wrap(orig, op, tensor_param, peer_param, name):
         _local.busy = True
         try:
             result = orig(*args, **kwargs)
+        except Exception as e:
+            caller = sys._getframe(1)
+            _errors.record_raised(op, seq, e, "%s:%d" % (caller.f_code.co_filename, caller.f_lineno))
+            raise
         finally:
             _local.busy = False
         # What it wrote (its first argument) now holds the job's value.

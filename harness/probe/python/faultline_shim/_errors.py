@@ -72,6 +72,40 @@ def record(etype, value, tb, thread=None, error_file=True, system_exit=False):
         _write_error_file(rec, etype, value, tb)
 
 
+def record_raised(op, seq, value, caller):
+    """An exception that came out of a collective (its Work failed, or a
+    signal handler raised while the rank was in it: torch's DataLoader
+    SIGCHLD handler, "worker is killed by signal"), as `collective_raised`:
+    the trainer may catch it and go on, and then nothing else says it
+    happened. Lightning's per-step _broadcast_sigterm_tensor catches every
+    Exception around its broadcast. `caller`: the frame the call came from,
+    where the exception went next ("file:line"). Never raises but what a
+    signal handler raises while it runs."""
+    rec = _state.recorder
+    if rec is None:
+        return
+    try:
+        tb = value.__traceback__
+        frames = _frames(tb)
+        where = _user_frame(frames)
+        fields = {
+            "kind": "python_exception",
+            "op": op,
+            "type": type(value).__name__,
+            "message": str(value),
+            "file": where.filename if where else "",
+            "line": (where.lineno or 0) if where else 0,
+            "stack": _stack(frames),
+            "traceback": _formatted(type(value), value, tb),
+            "site": caller,
+        }
+        if seq is not None:
+            fields["seq"] = seq
+        rec.emit("collective_raised", **fields)
+    except Exception as e:  # noqa: BLE001
+        _instrument.pass_through(e)
+
+
 def _write_error_file(rec, etype, value, tb):
     """torchelastic's format (ErrorHandler.record_exception, the same in torch 1.13 and 2.x), unless
     the trainer's own @record already wrote the file."""
