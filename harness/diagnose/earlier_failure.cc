@@ -171,6 +171,19 @@ std::optional<Evidence> workerCrash(const Evidence* report, const ProcessExit* e
   return e;
 }
 
+// A worker death torch says no more of than "exited unexpectedly": of the
+// signal the supervisor saw the worker it names die of, if it did.
+void howItDied(Evidence& death, const std::vector<ProcessExit>& crashed_children) {
+  if (death.kind != Kind::kExitCode || death.exit_code) return;
+  for (const ProcessExit& c : crashed_children) {
+    if (!namesPid(death.worker, c.pid)) continue;
+    death.kind = Kind::kSignal;
+    death.signal = *c.signal;
+    death.type = *c.signal;
+    return;
+  }
+}
+
 // A worker death torch raised in a collective, caught by the trainer before
 // `term` (rankFailure): its kind from what torch says, else from the
 // supervisor's record of the worker; the caught exception its layer.
@@ -182,15 +195,7 @@ std::optional<Evidence> caughtWorkerDeath(const std::vector<Evidence>& caught,
     if (!death) continue;
     death->origin = c.origin;
     death->t_ns = c.t_ns;
-    if (death->kind == Kind::kExitCode && !death->exit_code) {
-      for (const ProcessExit& p : crashed_children) {
-        if (!namesPid(death->worker, p.pid)) continue;
-        death->kind = Kind::kSignal;
-        death->signal = *p.signal;
-        death->type = *p.signal;
-        break;
-      }
-    }
+    howItDied(*death, crashed_children);
     death->chain = {describe(c) + "; " + c.note};
     death->note = c.note;
     return death;
@@ -237,15 +242,7 @@ std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors, const s
       if (!w.worker.empty() && cause->note.empty()) cause->note = w.message;
     }
     // Still unexplained: the supervisor saw the worker torch names die, and of what.
-    if (cause->kind == Kind::kExitCode && !cause->exit_code) {
-      for (const ProcessExit& c : crashed_children) {
-        if (!namesPid(cause->worker, c.pid)) continue;
-        cause->kind = Kind::kSignal;
-        cause->signal = *c.signal;
-        cause->type = *c.signal;
-        break;
-      }
-    }
+    howItDied(*cause, crashed_children);
   } else if (lostItsWorker(*term)) {
     // No sentence of torch's names the dead worker; a child of the rank that
     // died of a signal before the error (the supervisor saw it), and the

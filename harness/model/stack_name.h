@@ -17,6 +17,13 @@ struct StackName {
   std::string str() const { return series.empty() ? launcher : launcher + "@" + series; }
 };
 
+// How a launcher's stack meets `[stack] nodes`.
+enum class NodeSpan {
+  kOne,      // runs on one node: a scenario of several is unsupported there
+  kAsked,    // runs a scenario of several nodes across them, and one of one node on one (launch)
+  kSpreads,  // also spreads a scenario written for one node over two (torchrun-multinode, slurm)
+};
+
 // What each launcher a stack name may start with is, one row each: the
 // scenario files (which stacks can ever run a scenario, which deliver a node
 // fault), the stack plan (whether a torch is needed, several nodes) and
@@ -25,13 +32,6 @@ struct StackName {
 // a launch::Launcher of that name (the launch stage's registry; a test checks
 // that the two agree). The scenario files need the table and sit below the
 // launch stage, hence it lives here.
-// How a launcher's stack meets `[stack] nodes`.
-enum class NodeSpan {
-  kOne,      // runs on one node: a scenario of several is unsupported there
-  kAsked,    // runs a scenario of several nodes across them, and one of one node on one (launch)
-  kSpreads,  // also spreads a scenario written for one node over two (torchrun-multinode, slurm)
-};
-
 struct LauncherTraits {
   const char* name;
   bool versioned;       // takes @MAJOR.MINOR: "torchrun@2.13"

@@ -44,6 +44,22 @@ def _stack(frames):
     return ["%s (%s:%d)" % (f.name, f.filename, f.lineno or 0) for f in reversed(frames)]
 
 
+def _fields(etype, value, tb):
+    """An exception as an event's fields: kind, type, message, the user's
+    innermost frame, the stack and the formatted traceback."""
+    frames = _frames(tb)
+    where = _user_frame(frames)
+    return {
+        "kind": "python_exception",
+        "type": etype.__name__,
+        "message": str(value) if value is not None else "",
+        "file": where.filename if where else "",
+        "line": (where.lineno or 0) if where else 0,
+        "stack": _stack(frames),
+        "traceback": _formatted(etype, value, tb),
+    }
+
+
 def record(etype, value, tb, thread=None, error_file=True, system_exit=False):
     """Writes the error event (and, for a fatal one, the error file). A
     SystemExit is the process's exit status, not an error, unless
@@ -54,17 +70,7 @@ def record(etype, value, tb, thread=None, error_file=True, system_exit=False):
         return
     if issubclass(etype, SystemExit) and (not system_exit or getattr(value, "code", None) in (None, 0)):
         return
-    frames = _frames(tb)
-    where = _user_frame(frames)
-    fields = {
-        "kind": "python_exception",
-        "type": etype.__name__,
-        "message": str(value) if value is not None else "",
-        "file": where.filename if where else "",
-        "line": (where.lineno or 0) if where else 0,
-        "stack": _stack(frames),
-        "traceback": _formatted(etype, value, tb),
-    }
+    fields = _fields(etype, value, tb)
     if thread is not None:
         fields["thread"] = thread
     rec.emit("error", **fields)
@@ -85,20 +91,7 @@ def record_raised(op, seq, value, caller):
     if rec is None:
         return
     try:
-        tb = value.__traceback__
-        frames = _frames(tb)
-        where = _user_frame(frames)
-        fields = {
-            "kind": "python_exception",
-            "op": op,
-            "type": type(value).__name__,
-            "message": str(value),
-            "file": where.filename if where else "",
-            "line": (where.lineno or 0) if where else 0,
-            "stack": _stack(frames),
-            "traceback": _formatted(type(value), value, tb),
-            "site": caller,
-        }
+        fields = dict(_fields(type(value), value, value.__traceback__), op=op, site=caller)
         if seq is not None:
             fields["seq"] = seq
         rec.emit("collective_raised", **fields)
