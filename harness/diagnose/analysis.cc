@@ -128,7 +128,7 @@ std::optional<StruckSignal> scriptedSignalSent(const RankInput& r) {
 RankState classifyRank(const RankInput& r, std::optional<int64_t> teardown_ns, PeerFailures peers) {
   RankState st;
   st.in = &r;
-  const std::optional<Evidence> failure = rankFailure(r.errors, r.crashed_children, r.caught_in_collective);
+  const std::optional<Evidence> failure = rankFailure(r.errors, r.crashed_children, r.caught);
   const Evidence* term = failure ? &*failure : nullptr;
   const bool failed = failedExit(r) || (!r.exit_known && term) || (term && !term->collateral);
   if (term) {

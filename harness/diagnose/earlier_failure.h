@@ -43,15 +43,14 @@ bool inDataLoader(const std::vector<Location>& frames);
 // later error and its wrappers as its outer layers. nullopt when there is no
 // evidence.
 // crashed_children: the rank's own child processes that died of a signal
-// (RankInput::crashed_children), earliest first. caught: exceptions out of
-// collectives that the rank caught and went on from
-// (RankInput::caught_in_collective): when the error that ended the rank is
-// collateral (a peer gone, a collective timed out), a worker death one of
-// them reports, before that error, is its failure: torch raised it where the
-// rank noticed (its SIGCHLD handler, in a collective), and the trainer's code
-// swallowed it (Lightning's per-step SIGTERM broadcast catches every
-// exception), so the rank went on without its worker into a collective its
-// peers never matched.
+// (RankInput::crashed_children), earliest first. caught: exceptions the
+// rank caught and went on from (RankInput::caught): when the error that
+// ended the rank is collateral (a peer gone, a collective timed out), a
+// worker death one of them reports, before that error, is its failure:
+// torch's SIGCHLD handler raised it wherever the main thread was, and the
+// trainer's code swallowed it (Lightning's per-step SIGTERM broadcast
+// catches every exception), so the rank went on without its worker into a
+// collective its peers never matched.
 std::optional<Evidence> rankFailure(const std::vector<Evidence>& errors,
                                     const std::vector<ProcessExit>& crashed_children = {},
                                     const std::vector<Evidence>& caught = {});

@@ -429,16 +429,36 @@ std::vector<Finding> findStraggler(const RunInput& in) {
   return out;
 }
 
+namespace {
+
+// The chance that an event of probability p happens k times or more in n
+// tries (a binomial tail).
+double chanceOfAtLeast(int k, int n, double p) {
+  if (k <= 0) return 1.0;
+  if (k > n) return 0.0;
+  double sum = 0;
+  for (int i = k; i <= n; ++i) {
+    const double log_term = std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + i * std::log(p) +
+                            (n - i) * std::log1p(-p);
+    sum += std::exp(log_term);
+  }
+  return std::min(sum, 1.0);
+}
+
+}  // namespace
+
 // A straggler node (multi-node): the other nodes wait for it collective after
 // collective, the first aside. A node is ready for a collective when its last rank enters it;
 // the last node ready by more than kGapNs over the next is the one the others
 // waited for. One node that caused most of the waiting, in several
-// collectives, for a tenth of the run's collective span or more, straggles.
+// collectives, for a tenth of the run's collective span or more, straggles,
+// if it was late by far (kFarNs on average) or more often than chance.
 // Busy time per step (findStraggler) cannot see it: a node stopped from
 // outside, or slowed as a whole, shows as its peers' time in the collective,
 // and its own ranks compare only with each other.
 std::vector<Finding> findStragglerNode(const RunInput& in) {
   constexpr int64_t kGapNs = 20'000'000;  // 20 ms: well past one collective's jitter here
+  constexpr int64_t kFarNs = 100'000'000;  // 100 ms on average: well past a loaded machine's
   std::map<std::string, int> node_index;
   std::vector<std::string> names;
   std::vector<std::vector<int>> node_ranks;
@@ -503,8 +523,17 @@ std::vector<Finding> findStragglerNode(const RunInput& in) {
   }
   std::vector<Finding> out;
   const int64_t span = last - first;
+  int late_collectives = 0;
+  for (int t : times) late_collectives += t;
   for (size_t n = 0; n < names.size(); ++n) {
     if (times[n] < 3 || span <= 0 || 10 * waited[n] < span || 5 * waited[n] < 4 * all_waited) continue;
+    // Late by more than a loaded machine's scheduling jitter (51 ms at most,
+    // seen at load 5 on 2 cores), or late more often than chance makes a node
+    // when the nodes are equally slow: a short run's three late collectives
+    // of 50 ms are a coin thrown three times.
+    const bool far = waited[n] >= times[n] * kFarNs;
+    const bool often = chanceOfAtLeast(times[n], late_collectives, 1.0 / static_cast<double>(names.size())) < 0.05;
+    if (!far && !often) continue;
     Finding f;
     f.kind = Kind::kStraggler;
     f.ranks = node_ranks[n];

@@ -661,20 +661,26 @@ void addQuotedChains(RunInput& in, const std::map<int, const PyChain*>& pending_
   }
 }
 
-// An exception out of a collective that the rank caught: it began another
-// collective afterwards. What it says, and where it was raised and caught.
-std::optional<Evidence> caughtInCollective(const std::vector<Event>& events, size_t i) {
+// An exception on its way to the trainer's code (the shim's
+// collective_raised and signal_raised) that the rank caught: it began
+// another collective afterwards. What it says, and where it was raised and caught.
+std::optional<Evidence> caughtException(const std::vector<Event>& events, size_t i) {
   const Event& e = events[i];
   const bool went_on = std::any_of(events.begin() + static_cast<std::ptrdiff_t>(i) + 1, events.end(),
                                    [](const Event& later) { return later.ev == "collective_begin"; });
   if (!went_on) return std::nullopt;
   Evidence ev = evidenceFromEvent(e);
-  ev.note = "raised in " + e.op + (e.seq >= 0 ? " #" + std::to_string(e.seq) : "") + " and caught" +
-            (e.site.empty() ? "" : " by its caller at " + std::filesystem::path(e.site).filename().string()) + ", which went on";
+  const std::string site = std::filesystem::path(e.site).filename().string();
+  if (e.ev == "signal_raised") {
+    ev.note = "raised by torch's SIGCHLD handler" + (site.empty() ? "" : " at " + site) + " and caught; the rank went on";
+  } else {
+    ev.note = "raised in " + e.op + (e.seq >= 0 ? " #" + std::to_string(e.seq) : "") + " and caught" +
+              (site.empty() ? "" : " by its caller at " + site) + ", which went on";
+  }
   return ev;
 }
 
-// Events: pids, the probe's error events, exit codes, exceptions caught out of collectives.
+// Events: pids, the probe's error events, exit codes, exceptions the rank caught.
 void readEventFacts(RunInput& in) {
   for (auto& [r, ri] : in.ranks) {
     const std::vector<Event>& events = ri.events.events;
@@ -683,8 +689,8 @@ void readEventFacts(RunInput& in) {
       if (!ri.pid && e.pid > 0) ri.pid = e.pid;
       if (e.ev == "error") {
         ri.errors.push_back(evidenceFromEvent(e));
-      } else if (e.ev == "collective_raised") {
-        if (auto caught = caughtInCollective(events, i)) ri.caught_in_collective.push_back(std::move(*caught));
+      } else if (e.ev == "collective_raised" || e.ev == "signal_raised") {
+        if (auto caught = caughtException(events, i)) ri.caught.push_back(std::move(*caught));
       } else if (e.ev == "exit" && !ri.exit_known && e.code >= 0) {
         ri.exit_code = static_cast<int>(e.code);
         ri.exit_known = true;

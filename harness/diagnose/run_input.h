@@ -42,10 +42,11 @@ struct RankInput {
   // process_exits whose ppid chain leads to the rank's pid, earliest first. The evidence of a part's death that torch
   // does not always name (earlier_failure.h).
   std::vector<ProcessExit> crashed_children;
-  // Exceptions that came out of a collective (the shim's
-  // `collective_raised`) and that the rank caught: it began another
-  // collective after it. Its failure may be one of them (earlier_failure.h).
-  std::vector<Evidence> caught_in_collective;
+  // Exceptions on their way to the trainer's code (the shim's
+  // `collective_raised`, out of a collective, and `signal_raised`, torch's
+  // SIGCHLD handler's) that the rank caught: it began another collective
+  // after them. Its failure may be one of them (earlier_failure.h).
+  std::vector<Evidence> caught;
   std::vector<StackThread> stacks;  // stacks.txt and dumps in output
   std::vector<StackThread> native_stacks;  // native_stacks.txt: a Python rank stuck on its way out
   EventLog events;

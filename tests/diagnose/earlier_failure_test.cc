@@ -402,7 +402,7 @@ TEST(RankFailure, TheSupervisorSaysHowAWorkerThatExitedUnexpectedlyDied) {
 // time out 10 s later (CI's lightning@2.6 onion-worker-segv, 1 run in 10 or
 // more). The events as the shim writes them: the caught exception is rank
 // 1's failure, its timeout and rank 0's collateral.
-TEST(RankFailure, AWorkerDeathTheTrainerCaughtInACollectiveIsTheCause) {
+TEST(RankFailure, AWorkerDeathTheTrainerCaughtIsTheRanksFailure) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(::testing::TempDir()) / "caught_worker_death";
   fs::remove_all(dir);
@@ -448,6 +448,20 @@ TEST(RankFailure, AWorkerDeathTheTrainerCaughtInACollectiveIsTheCause) {
   // A timeout that rank 0 caught names no worker: its failure stays collateral.
   ASSERT_GE(report->ranks.size(), 2u);
   EXPECT_EQ(report->ranks[0].role, RankRole::kCollateral);
+  // torch's SIGCHLD handler's own record (signal_raised): the handler ran
+  // before the broadcast was entered, where only it saw the exception
+  // (CI's run of it: no collective_raised on rank 1).
+  write(1, begin(1, 1'002'000'000, "broadcast", 13) +
+               error(1, 1'003'000'000, "signal_raised", ",\"site\":\"/lightning/pytorch/loops/training_epoch_loop.py:261\"",
+                     "DataLoader worker (pid 4242) is killed by signal: Segmentation fault. ") +
+               begin(1, 1'020'000'000, "allreduce", 14) + error(1, 11'020'000'000, "error", "", kTimeout));
+  auto by_handler = testing::diagnosedReport(dir.string());
+  ASSERT_TRUE(by_handler && by_handler->root_cause);
+  EXPECT_EQ(by_handler->root_cause->rank, 1);
+  EXPECT_EQ(by_handler->root_cause->signal, "SIGSEGV");
+  EXPECT_NE(by_handler->root_cause->summary.find("raised by torch's SIGCHLD handler at training_epoch_loop.py:261 and caught"),
+            std::string::npos)
+      << by_handler->root_cause->summary;
   // Without the shim's record of the caught exception, rank 1's timeout is all there is.
   fs::remove(dir / "ranks" / "1" / "events.jsonl");
   write(1, begin(1, 1'002'000'000, "broadcast", 13) + begin(1, 1'020'000'000, "allreduce", 14) +

@@ -243,5 +243,57 @@ class CaughtInACollective(unittest.TestCase):
         self.assertNotIn("dist.broadcast", _instrument._broken)
 
 
+class WorkerDeathRaisedByTorchsHandler(unittest.TestCase):
+    """torch's DataLoader SIGCHLD handler raises a worker's death wherever the
+    main thread is: the shim writes it as signal_raised, with the frame it
+    interrupted, and passes it on, so a trainer that catches it there is no
+    longer the only one who knows."""
+
+    def setUp(self):
+        import signal
+
+        fresh()
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "1", "events.jsonl")
+        _state.recorder = _events.Recorder(1, self.path)
+
+        def _error_if_any_worker_fails():
+            raise RuntimeError("DataLoader worker (pid 42) is killed by signal: Segmentation fault. ")
+
+        # torch.utils.data._utils.signal_handling, as _set_SIGCHLD_handler leaves it
+        self.sh = types.SimpleNamespace(_error_if_any_worker_fails=_error_if_any_worker_fails)
+        sh = self.sh
+
+        def handler(signum, frame):
+            sh._error_if_any_worker_fails()
+
+        self.previous = signal.signal(signal.SIGUSR2, handler)
+
+    def tearDown(self):
+        import signal
+
+        signal.signal(signal.SIGUSR2, self.previous)
+        _state.recorder = None
+        self.dir.cleanup()
+
+    def test_the_death_is_recorded_where_it_landed_and_passed_on(self):
+        import signal
+
+        from faultline_shim import _data
+
+        _data._patch_worker_death(self.sh)
+        _data._patch_worker_death(self.sh)  # once
+        self.assertIsNotNone(self.sh._error_if_any_worker_fails.__faultline_wrapped__)
+        with self.assertRaisesRegex(RuntimeError, "is killed by signal"):
+            os.kill(os.getpid(), signal.SIGUSR2)
+            sum(range(1000))
+        with open(self.path) as f:
+            (e,) = [json.loads(line) for line in f]
+        self.assertEqual(e["ev"], "signal_raised")
+        self.assertEqual(e["type"], "RuntimeError")
+        self.assertIn("shim_patch_status_test.py:", e["site"])
+        self.assertNotIn("op", e)
+
+
 if __name__ == "__main__":
     unittest.main()

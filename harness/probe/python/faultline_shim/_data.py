@@ -21,8 +21,9 @@ indices are included when there are at most 4096.
 """
 import atexit
 import functools
+import sys
 
-from . import _faults, _instrument, _metrics, _state
+from . import _errors, _faults, _instrument, _metrics, _state
 
 _M64 = (1 << 64) - 1
 _source = None      # the followed sampler or DataLoader
@@ -314,8 +315,35 @@ def _patch_loader_iter(module):
     atexit.register(flush_pending)
 
 
+def _patch_worker_death(signal_handling):
+    """torch's SIGCHLD handler (signal_handling._set_SIGCHLD_handler's
+    `handler`, 1.13 and 2.x alike) raises a worker's death, through
+    _error_if_any_worker_fails, in the main thread wherever it is: written
+    as `signal_raised` with the frame it interrupted before it goes on, for
+    the trainer's code may catch it there and go on without the worker."""
+    orig = signal_handling._error_if_any_worker_fails
+    if getattr(orig, "__faultline_wrapped__", None) is not None:
+        return
+
+    def _error_if_any_worker_fails():
+        try:
+            orig()
+        except Exception as e:
+            # this frame, the handler's, then the frame the signal interrupted
+            _errors.record_raised("signal_raised", e, _errors.frame_site(sys._getframe(2)))
+            raise
+
+    _error_if_any_worker_fails.__faultline_wrapped__ = orig
+    signal_handling._error_if_any_worker_fails = _error_if_any_worker_fails
+
+
 def patch_dataloader(module):
     """torch.utils.data.dataloader: every place that (re)starts a pass over the
-    sampler (_BaseDataLoaderIter.__init__ and _reset, 1.13 and 2.x alike), and
-    each batch's wait (__next__: data_begin / data_end)."""
-    _instrument.attempt("data.dataloader", _patch_loader_iter, module)
+    sampler (_BaseDataLoaderIter.__init__ and _reset, 1.13 and 2.x alike),
+    each batch's wait (__next__: data_begin / data_end), and the worker
+    deaths its SIGCHLD handler raises (signal_raised)."""
+    def patch(m):
+        _patch_loader_iter(m)
+        _patch_worker_death(m._utils.signal_handling)
+
+    _instrument.attempt("data.dataloader", patch, module)

@@ -376,8 +376,7 @@ def _wrap(orig, op, tensor_param, peer_param, name):
         try:
             result = orig(*args, **kwargs)
         except Exception as e:
-            caller = sys._getframe(1)
-            _errors.record_raised(op, seq, e, "%s:%d" % (caller.f_code.co_filename, caller.f_lineno))
+            _errors.record_raised("collective_raised", e, _errors.frame_site(sys._getframe(1)), op=op, seq=seq)
             raise
         finally:
             _local.busy = False

@@ -78,25 +78,28 @@ def record(etype, value, tb, thread=None, error_file=True, system_exit=False):
         _write_error_file(rec, etype, value, tb)
 
 
-def record_raised(op, seq, value, caller):
-    """An exception that came out of a collective (its Work failed, or a
-    signal handler raised while the rank was in it: torch's DataLoader
-    SIGCHLD handler, "worker is killed by signal"), as `collective_raised`:
-    the trainer may catch it and go on, and then nothing else says it
-    happened. Lightning's per-step _broadcast_sigterm_tensor catches every
-    Exception around its broadcast. `caller`: the frame the call came from,
-    where the exception went next ("file:line"). Never raises but what a
-    signal handler raises while it runs."""
+def record_raised(ev, value, site, **extra):
+    """An exception on its way to the trainer's code, which may catch it and
+    go on, and then nothing else says it happened (Lightning's per-step
+    _broadcast_sigterm_tensor catches every Exception around its broadcast):
+    `collective_raised`, one out of a collective (its Work failed, or a
+    signal handler raised in it), `site` the frame that called it;
+    `signal_raised`, one torch's DataLoader SIGCHLD handler raised ("worker
+    is killed by signal"), `site` the frame it interrupted. Never raises but
+    what a signal handler raises while it runs."""
     rec = _state.recorder
     if rec is None:
         return
     try:
-        fields = dict(_fields(type(value), value, value.__traceback__), op=op, site=caller)
-        if seq is not None:
-            fields["seq"] = seq
-        rec.emit("collective_raised", **fields)
+        fields = dict(_fields(type(value), value, value.__traceback__), site=site)
+        fields.update((k, v) for k, v in extra.items() if v is not None)
+        rec.emit(ev, **fields)
     except Exception as e:  # noqa: BLE001
         _instrument.pass_through(e)
+
+
+def frame_site(frame):
+    return "%s:%d" % (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ""
 
 
 def _write_error_file(rec, etype, value, tb):
