@@ -11,8 +11,6 @@
 // and exits with the first non-zero status (0 when all succeeded). So every
 // rank stays a descendant of the launcher process, found by RANK as under one
 // agent, and the containment and teardown of one node work unchanged.
-#include <unistd.h>
-
 #include <filesystem>
 
 #include <nlohmann/json.hpp>

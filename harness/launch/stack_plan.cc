@@ -117,11 +117,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
     if (std::any_of(alternatives.begin(), alternatives.end(), [&](const std::string& t) { return tools.helpers.count(t); })) {
       continue;
     }
-    std::string names;
-    for (size_t i = 0; i < alternatives.size(); ++i) {
-      names += (i == 0 ? "" : i + 1 == alternatives.size() ? " or " : ", ") + alternatives[i];
-    }
-    plan.unsupported = "scenario '" + s.name + "' reads its diagnosis from stack dumps by " + names +
+    plan.unsupported = "scenario '" + s.name + "' reads its diagnosis from stack dumps by " + joinWithOr(alternatives) +
                        ", which this machine does not have";
     return plan;
   }

@@ -52,18 +52,19 @@ std::string nodeFaultStackList() {
     for (const char* k : t.node_faults) kinds += (kinds.empty() ? "" : ", ") + std::string(k);
     parts.push_back(std::string(t.name) + " (" + (kinds == "*" ? std::string("every node fault") : kinds) + ")");
   }
+  return joinWithOr(parts);
+}
+
+std::string joinWithOr(const std::vector<std::string>& items) {
   std::string out;
-  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : i + 1 == parts.size() ? " or " : ", ") + parts[i];
+  for (size_t i = 0; i < items.size(); ++i) out += (i == 0 ? "" : i + 1 == items.size() ? " or " : ", ") + items[i];
   return out;
 }
 
 std::string stackLauncherList() {
-  const auto& names = stackLaunchers();
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i].name);
-  }
-  return out;
+  std::vector<std::string> names;
+  for (const auto& t : stackLaunchers()) names.emplace_back(t.name);
+  return joinWithOr(names);
 }
 
 bool isStackLauncher(const std::string& name) {

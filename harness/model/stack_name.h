@@ -60,6 +60,8 @@ bool deliversNodeFault(const LauncherTraits& t, const std::string& kind);
 // "torchrun-multinode (every node fault), launch (every node fault) or slurm
 // (node_loss, slow_node)": the stacks that deliver node faults, for messages.
 std::string nodeFaultStackList();
+// "a, b or c": a list for messages.
+std::string joinWithOr(const std::vector<std::string>& items);
 // "builtin, torchrun, launch, spawn or external": for messages.
 std::string stackLauncherList();
 bool isStackLauncher(const std::string& name);
