@@ -1,4 +1,7 @@
 // The torchrun stack: torch's elastic launcher, beside the stack's interpreter.
+// A scenario of several nodes runs one agent per node (--nnodes, --node_rank,
+// --master_addr: elastic_nodes.cc), the command line torchrun-multinode gives
+// it; a scenario of one node stays on one.
 #include "harness/launch/elastic_launcher.h"
 
 namespace faultline::launch {
@@ -8,9 +11,11 @@ class TorchrunLauncher final : public ElasticLauncher {
  public:
   std::string name() const override { return "torchrun"; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    auto cmd = torchrunCommand(in, {"--nproc_per_node=" + std::to_string(in.scenario->stack.world_size)});
+    auto shape = nodeShape(in.scenario->stack);
+    if (!shape) return tl::unexpected(shape.error());
+    auto cmd = torchrunCommand(in, shape->flags);
     if (!cmd) return tl::unexpected(cmd.error());
-    return PlannedStart{*cmd, 1};
+    return PlannedStart{*cmd, 1, {}, shape->node_procs};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
     if (!torch) return {};

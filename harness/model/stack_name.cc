@@ -12,9 +12,10 @@ const std::vector<LauncherTraits>& stackLaunchers() {
   //  name                 vers  torch  ref    py     cmd    nodes     node faults  framework, why it does not restart ranks
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, kOne,     {}, nullptr, nullptr},
-      {"torchrun",           true, true,  true,  false, false, kOne,     {}, nullptr, nullptr},
+      // torchrun and launch run one agent per node of a scenario of several
+      // (network namespaces); torchrun-multinode also spreads one of one node.
+      {"torchrun",           true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
       {"torchrun-multinode", true, true,  true,  false, false, kSpreads, {"*"}, nullptr, nullptr},
-      // launch runs one agent per node of a scenario of several (network namespaces, as torchrun-multinode).
       {"launch",             true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
       {"spawn",              true, true,  false, true,  false, kOne,     {}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},

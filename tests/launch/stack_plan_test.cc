@@ -152,7 +152,7 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
             "its trainer is written for lightning's own API");
   const auto nodes = parse("launcher = \"torchrun-multinode\"\nstacks = [\"torchrun-multinode\", \"slurm\"]\nnodes = 2\n"
                            "world_size = 4");
-  EXPECT_EQ(planStack(nodes, "torchrun@2.13", tools, "/out", 1, "/sc").unsupported,
+  EXPECT_EQ(planStack(nodes, "builtin@2.13", tools, "/out", 1, "/sc").unsupported,
             "a scenario of several nodes, on a one-node stack");
 }
 
@@ -502,9 +502,30 @@ TEST(StackPlan, LaunchRunsAScenarioOfSeveralNodesAcrossThemAndOneOfOneNodeOnOne)
   EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=4"), c.end());
   EXPECT_TRUE(single.implied_expect.empty());
   EXPECT_TRUE(single.launch.node_procs.empty());
-  // torchrun, a one-node stack, still says so.
-  EXPECT_EQ(planStack(two, "torchrun@2.13", twoTorches(), "/o", 1, "/s").unsupported,
+  // builtin, a one-node stack, still says so.
+  EXPECT_EQ(planStack(two, "builtin@2.13", twoTorches(), "/o", 1, "/s").unsupported,
             "a scenario of several nodes, on a one-node stack");
+}
+
+TEST(StackPlan, TorchrunRunsAScenarioOfSeveralNodesAsTorchrunMultinodeDoes) {
+  const auto two = parse("launcher = \"torchrun-multinode\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
+                         "stacks = [\"torchrun-multinode\", \"torchrun\"]\nnodes = 2\nworld_size = 4\n");
+  const auto torchrun = planStack(two, "torchrun@2.13", twoTorches(), "/o", 1, "/s");
+  const auto multinode = planStack(two, "torchrun-multinode@2.13", twoTorches(), "/o", 1, "/s");
+  if (!multinode.unsupported) {  // only where network namespaces can be made
+    ASSERT_FALSE(torchrun.unsupported) << *torchrun.unsupported;
+    EXPECT_EQ(torchrun.launch.command, multinode.launch.command) << "one agent per node, the same command lines";
+    EXPECT_NE(std::find(torchrun.launch.command.begin(), torchrun.launch.command.end(), "--nnodes=2"),
+              torchrun.launch.command.end());
+  }
+  // A scenario of one node stays on one: torchrun does not spread it, torchrun-multinode does.
+  const auto one = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"torchrun\"]\nworld_size = 4");
+  const auto single = planStack(one, "torchrun@2.13", twoTorches(), "/o", 1, "/s");
+  ASSERT_FALSE(single.unsupported) << *single.unsupported;
+  const auto& c = single.launch.command;
+  EXPECT_EQ(std::count_if(c.begin(), c.end(), [](const std::string& a) { return a.rfind("--nnodes", 0) == 0; }), 0);
+  EXPECT_NE(std::find(c.begin(), c.end(), "--nproc_per_node=4"), c.end());
+  EXPECT_TRUE(single.implied_expect.empty());
 }
 
 TEST(StackPlan, AnOddWorldSpreadsWithOneRankMoreOnTheFirstNode) {
