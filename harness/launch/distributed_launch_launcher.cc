@@ -19,7 +19,7 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     const TorchInstall& torch = *in.torch;
     if (!torch.has_launch) return tl::unexpected(Unsupported{"torch " + torch.version + " no longer ships torch.distributed.launch"});
     const scenario::Scenario& s = *in.scenario;
-    // A scenario of several nodes: --nnodes, one agent per node (elastic_nodes.cc).
+    // A scenario of several nodes: --nnodes, one agent per node (node_driver.cc).
     auto shape = nodeShape(s.stack);
     if (!shape) return tl::unexpected(shape.error());
     std::vector<std::string> cmd = {torch.python, "-m", "torch.distributed.launch", "--use_env"};
@@ -36,7 +36,7 @@ class DistributedLaunchLauncher final : public ElasticLauncher {
     } else {
       cmd.insert(cmd.end(), in.trainer.begin() + 1, in.trainer.end());
     }
-    return PlannedStart{cmd, 1, {}, shape->node_procs};
+    return PlannedStart{cmd, 1, {}, shape->node_procs, false, shape->nodes};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
     if (!torch) return {};

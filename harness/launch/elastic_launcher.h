@@ -37,25 +37,8 @@ std::vector<std::string> oneRankJob(std::vector<std::string> launcher, const std
 tl::expected<std::vector<std::string>, Unsupported> torchrunCommand(const PlanInput& in,
                                                                     const std::vector<std::string>& shape);
 
-// How a torchelastic launcher's command spans a scenario's nodes: --nnodes=N
-// (nodes > 1 only) and --nproc_per_node (the first node's), the ranks of each
-// node where they differ (LaunchOptions::node_procs; start() gives each node
-// its own), or why it cannot: a world that does not fill its nodes, or a
-// machine without network namespaces for them.
-struct NodeShape {
-  std::vector<std::string> flags;
-  std::vector<int> node_procs;
-};
-tl::expected<NodeShape, Unsupported> nodeShape(const scenario::Stack& stack);
-
 class ElasticLauncher : public ObservedLauncher {
  public:
-  // A command of --nnodes=N (N > 1) on a stack that spans nodes: one agent
-  // per node, each node a network namespace of this machine, under one
-  // driver process (elastic_nodes.cc). Otherwise the command alone.
-  Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const override;
-  // Removes the nodes' network namespaces; what is still left.
-  std::vector<std::string> finish(const LaunchOptions& opts) const override;
   // Its output and --log_dir, format "torchelastic".
   LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override;
   // torch's elastic agent, SIGTERMed, ends its workers, then finalizes the

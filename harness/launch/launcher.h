@@ -44,6 +44,9 @@ struct LaunchOptions {
   // Extra environment for every process of the run: each rank (builtin), or
   // the launcher, whose children inherit it (external). E.g. FAULTLINE_INJECT.
   Environment env;
+  // How many nodes the command runs on: > 1, one process of it per node, each
+  // node a network namespace of this machine (node_driver.cc).
+  int nodes = 1;
   // Multi-node stacks whose nodes do not all run the same number of ranks: the
   // ranks of each node, n1 first (node_layout.h); empty: the same on each.
   std::vector<int> node_procs;
@@ -143,6 +146,7 @@ struct PlannedStart {
   Environment env{};  // added to the run's environment (LaunchOptions::env): what the launcher reads there
   std::vector<int> node_procs{};  // LaunchOptions::node_procs
   bool own_network = false;       // LaunchOptions::own_network
+  int nodes = 1;                  // LaunchOptions::nodes
 };
 
 // A stack of this launcher as `faultline stacks` offers it.

@@ -5,7 +5,8 @@
 
 namespace faultline::launch {
 
-Result<Started> ObservedLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
+Result<Started> ObservedLauncher::startCommand(const LaunchOptions& opts, const RunLayout& layout,
+                                               const Placement& placement) {
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
   // The launcher carries the instruments so that every process it starts inherits them.
   const Environment base = withInstruments(currentEnvironment(), opts.instruments);

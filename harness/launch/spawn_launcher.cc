@@ -6,6 +6,9 @@
 // runs; spawn runs a function, so the stack runs the script as the spawned
 // function through spawn_runner.py (the robust-script pattern: torchrun's
 // environment in each child, try/finally, destroy_process_group, join=True).
+// A scenario of several nodes runs the runner once per node (--nnodes,
+// --node_rank, --master_addr: node_driver.cc), as users spread a spawn
+// program over a cluster: the same processes on each node.
 #include "harness/launch/observed_launcher.h"
 #include "harness/launch/script_runner.h"
 
@@ -26,12 +29,17 @@ class SpawnLauncher final : public ObservedLauncher {
     if (!in.python_trainer) {
       return tl::unexpected(Unsupported{"spawn runs Python functions; this scenario's trainer is not a Python program"});
     }
-    auto cmd = scriptRunnerCommand(in, "spawn_runner.py",
-                                   {"--nprocs", std::to_string(in.scenario->stack.world_size), "--port",
-                                    std::to_string(in.master_port)},
-                                   name());
+    auto shape = nodeShape(in.scenario->stack);
+    if (!shape) return tl::unexpected(shape.error());
+    if (!shape->node_procs.empty()) {
+      return tl::unexpected(Unsupported{"a spawn program runs the same processes on every node; this scenario's nodes differ"});
+    }
+    const int per_node = in.scenario->stack.world_size / shape->nodes;
+    std::vector<std::string> flags = {"--nprocs", std::to_string(per_node), "--port", std::to_string(in.master_port)};
+    if (shape->nodes > 1) flags.push_back("--nnodes=" + std::to_string(shape->nodes));
+    auto cmd = scriptRunnerCommand(in, "spawn_runner.py", flags, name());
     if (!cmd) return tl::unexpected(cmd.error());
-    return PlannedStart{*cmd, 1};
+    return PlannedStart{*cmd, 1, {}, {}, false, shape->nodes};
   }
   StackOffer offer(const TorchInstall* torch, const std::string&) const override {
     if (!torch) return {};

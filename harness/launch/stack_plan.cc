@@ -247,6 +247,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   for (const auto& [key, value] : planned->env) l.env[key] = value;
   l.command = std::move(planned->command);
   l.nproc = planned->nproc;
+  l.nodes = planned->nodes;
   l.node_procs = std::move(planned->node_procs);
   l.own_network = planned->own_network;
   return plan;

@@ -1,6 +1,6 @@
 // The torchrun stack: torch's elastic launcher, beside the stack's interpreter.
 // A scenario of several nodes runs one agent per node (--nnodes, --node_rank,
-// --master_addr: elastic_nodes.cc), the command line torchrun-multinode gives
+// --master_addr: node_driver.cc), the command line torchrun-multinode gives
 // it; a scenario of one node stays on one.
 #include "harness/launch/elastic_launcher.h"
 
@@ -15,7 +15,7 @@ class TorchrunLauncher final : public ElasticLauncher {
     if (!shape) return tl::unexpected(shape.error());
     auto cmd = torchrunCommand(in, shape->flags);
     if (!cmd) return tl::unexpected(cmd.error());
-    return PlannedStart{*cmd, 1, {}, shape->node_procs};
+    return PlannedStart{*cmd, 1, {}, shape->node_procs, false, shape->nodes};
   }
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {
     if (!torch) return {};

@@ -1,5 +1,5 @@
 // The torchrun-multinode stack: one torchrun agent per node, each node a
-// network namespace of this machine (elastic_nodes.cc starts them), meeting at
+// network namespace of this machine (node_driver.cc starts them), meeting at
 // node n1's address: a static rendezvous, or c10d ([stack] rendezvous) with
 // n1's agent hosting the store (docs/MULTINODE.md, "torchrun across
 // namespaces"). A scenario written for one node runs spread over two
@@ -20,7 +20,7 @@ class TorchrunMultinodeLauncher final : public ElasticLauncher {
     if (!shape) return tl::unexpected(shape.error());
     auto cmd = torchrunCommand(in, shape->flags);
     if (!cmd) return tl::unexpected(cmd.error());
-    return PlannedStart{*cmd, 1, {}, shape->node_procs};
+    return PlannedStart{*cmd, 1, {}, shape->node_procs, false, shape->nodes};
   }
 
   StackOffer offer(const TorchInstall* torch, const std::string& scratch) const override {

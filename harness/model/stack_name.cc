@@ -13,11 +13,12 @@ const std::vector<LauncherTraits>& stackLaunchers() {
   static const std::vector<LauncherTraits> kTable = {
       {"builtin",            true, false, true,  false, false, kOne,     {}, nullptr, nullptr},
       // torchrun and launch run one agent per node of a scenario of several
-      // (network namespaces); torchrun-multinode also spreads one of one node.
+      // (network namespaces: node_driver.cc); torchrun-multinode also spreads one of one node.
       {"torchrun",           true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
       {"torchrun-multinode", true, true,  true,  false, false, kSpreads, {"*"}, nullptr, nullptr},
       {"launch",             true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
-      {"spawn",              true, true,  false, true,  false, kOne,     {}, nullptr, "mp.spawn does not restart its processes"},
+      // spawn runs its runner once per node (no agent of its own to kill).
+      {"spawn",              true, true,  false, true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
       // lightning runs a plain script as the function its Fabric launches (lightning_script.py).
       {"lightning",          true, true,  false, true,  false, kOne,     {}, "lightning", "Lightning's launcher does not restart ranks"},

@@ -489,7 +489,7 @@ TEST(StackPlan, LaunchRunsAScenarioOfSeveralNodesAcrossThemAndOneOfOneNodeOnOne)
     const auto& c = plan.launch.command;
     const auto at = std::find(c.begin(), c.end(), "--use_env");
     ASSERT_NE(at, c.end());
-    EXPECT_EQ(*(at + 1), "--nnodes=2") << "the node's flags go before it (elastic_nodes.cc)";
+    EXPECT_EQ(*(at + 1), "--nnodes=2") << "the node's flags go before it (node_driver.cc)";
     EXPECT_EQ(*(at + 2), "--nproc_per_node=2");
     EXPECT_TRUE(plan.launch.node_procs.empty()) << "the same ranks on each node";
   }

@@ -618,12 +618,18 @@ TEST(ScenarioParse, NodeFaultsThatCannotBeAreErrorsAtTheirKey) {
   EXPECT_NE(errorOf(kTwoNodes + "[fault]\nkind = \"slow_link\"\nnode = \"n2\"\narg = \"fast\"\n" + expect).find("200kbit"),
             std::string::npos);
   // A stack that cannot deliver it.
+  const std::string builtin = "name = \"x\"\n[stack]\nlauncher = \"builtin\"\ntrainer = \"command\"\n"
+                            "command = [\"python3\", \"t.py\"]\nworld_size = 4\nnodes = 2\n";
+  EXPECT_EQ(errorOf(builtin + "[fault]\nkind = \"partition\"\nnode = \"n2\"\n" + expect),
+            "s.toml:10:8: fault.node: stack builtin cannot deliver the node fault 'partition', expected stacks "
+            "torchrun (every node fault), torchrun-multinode (every node fault), launch (every node fault), spawn "
+            "(node_loss, partition, slow_node, slow_link) or slurm (node_loss, slow_node)");
+  // spawn across nodes has no agent to kill.
   const std::string spawn = "name = \"x\"\n[stack]\nlauncher = \"spawn\"\ntrainer = \"command\"\n"
                             "command = [\"python3\", \"t.py\"]\nworld_size = 4\nnodes = 2\n";
-  EXPECT_EQ(errorOf(spawn + "[fault]\nkind = \"partition\"\nnode = \"n2\"\n" + expect),
-            "s.toml:10:8: fault.node: stack spawn cannot deliver the node fault 'partition', expected stacks "
-            "torchrun (every node fault), torchrun-multinode (every node fault), launch (every node fault) or slurm "
-            "(node_loss, slow_node)");
+  EXPECT_NE(errorOf(spawn + "[fault]\nkind = \"agent_kill\"\nnode = \"n2\"\npoint = \"rendezvous\"\n" + expect)
+                .find("stack spawn cannot deliver the node fault 'agent_kill'"),
+            std::string::npos);
   // world_size not a multiple of nodes.
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nworld_size = 3\nnodes = 2\n" + expect),
             "s.toml:4:9: stack.nodes: world_size 3 is not a multiple of 2 nodes, expected world_size = nodes x ranks per node");

@@ -1,8 +1,10 @@
 """Runs a per-rank trainer script under torch.multiprocessing.spawn, as the
 spawn stack runs every Python scenario (docs/LAUNCHERS.md, "spawn").
 
-    python spawn_runner.py --nprocs N [--port P] SCRIPT [ARGS...]
-    python spawn_runner.py --nprocs N [--port P] -m MODULE [ARGS...]
+    python spawn_runner.py --nprocs N [--port P] [NODE FLAGS] SCRIPT [ARGS...]
+    python spawn_runner.py --nprocs N [--port P] [NODE FLAGS] -m MODULE [ARGS...]
+
+    NODE FLAGS: --nnodes M --node_rank K --master_addr ADDR  (one runner per node)
 
 mp.spawn runs a function, not a script. This is the pattern users write
 around their training function (the robust-script pattern): the parent sets
@@ -12,58 +14,73 @@ the trainer in try/finally and destroys its process group on the way out.
 Whatever the trainer raises reaches the parent through spawn itself
 (ProcessRaisedException, ProcessExitedException), as it would in the user's
 own program: that report is the stack's, and is judged like torchrun's.
+
+Across nodes, as users spread a spawn program over a cluster: the same
+program on every node with its node's rank, N processes each, process i of
+node K rank K*N+i, all meeting at node 0's address. The parent says so in
+torchrun's names (GROUP_RANK, LOCAL_WORLD_SIZE) before it spawns, so a child
+knows its rank from the moment it starts.
 """
 import os
 import sys
 
 from run_trainer import run_as_main, split_trainer
 
+_INT_FLAGS = ("--nprocs", "--port", "--nnodes", "--node_rank")
+_FLAGS = _INT_FLAGS + ("--master_addr",)
+
 
 def _usage(message):
-    sys.stderr.write("spawn_runner: %s\nusage: spawn_runner.py --nprocs N [--port P] (SCRIPT | -m MODULE) [ARGS...]\n"
-                     % message)
+    sys.stderr.write("spawn_runner: %s\nusage: spawn_runner.py --nprocs N [--port P] [--nnodes M --node_rank K "
+                     "--master_addr ADDR] (SCRIPT | -m MODULE) [ARGS...]\n" % message)
     sys.exit(2)
 
 
 def _parse(argv):
-    nprocs, port, i = None, None, 0
+    """The runner's flags (--flag VALUE or --flag=VALUE), then the trainer."""
+    opts, i = {}, 0
     while i < len(argv) and argv[i].startswith("--"):
-        flag = argv[i]
-        if flag not in ("--nprocs", "--port") or i + 1 >= len(argv):
-            _usage("unknown option or missing value: %s" % flag)
-        try:
-            value = int(argv[i + 1])
-        except ValueError:
-            _usage("%s %r: expected a whole number" % (flag, argv[i + 1]))
-        if flag == "--nprocs":
-            nprocs = value
-        else:
-            port = value
-        i += 2
+        flag, eq, value = argv[i].partition("=")
+        if flag not in _FLAGS or (not eq and i + 1 >= len(argv)):
+            _usage("unknown option or missing value: %s" % argv[i])
+        if not eq:
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if flag in _INT_FLAGS:
+            try:
+                value = int(value)
+            except ValueError:
+                _usage("%s %r: expected a whole number" % (flag, value))
+        opts[flag[2:]] = value
+    nprocs, nnodes, node_rank = opts.get("nprocs"), opts.get("nnodes", 1), opts.get("node_rank", 0)
     if nprocs is None or nprocs < 1:
         _usage("--nprocs N (N >= 1) is required")
+    if nnodes < 1 or not 0 <= node_rank < nnodes:
+        _usage("--node_rank %d of --nnodes %d: expected 0 <= K < M" % (node_rank, nnodes))
     module, target, args = split_trainer(argv[i:], _usage)
-    return nprocs, port, module, target, args
+    return opts, module, target, args
 
 
-def _rank_environment(local_rank, world):
-    """What torchrun --standalone --nproc-per-node=WORLD gives each rank."""
+def _rank_environment(local_rank, nprocs):
+    """What torchrun --nnodes=M --node_rank=K --nproc-per-node=N gives each rank
+    (M 1 and K 0 on one node: torchrun --standalone)."""
+    node, nodes = int(os.environ["GROUP_RANK"]), int(os.environ["GROUP_WORLD_SIZE"])
+    rank, world = node * nprocs + local_rank, nodes * nprocs
     os.environ.update({
-        "RANK": str(local_rank),
+        "RANK": str(rank),
         "LOCAL_RANK": str(local_rank),
         "WORLD_SIZE": str(world),
-        "LOCAL_WORLD_SIZE": str(world),
-        "GROUP_RANK": "0",
-        "GROUP_WORLD_SIZE": "1",
-        "ROLE_RANK": str(local_rank),
+        "LOCAL_WORLD_SIZE": str(nprocs),
+        "ROLE_RANK": str(rank),
         "ROLE_WORLD_SIZE": str(world),
         "ROLE_NAME": "default",
     })
 
 
-def run_rank(local_rank, world, module, target, args):
+def run_rank(local_rank, nprocs, module, target, args):
     """The spawned function: one rank of the job."""
-    _rank_environment(local_rank, world)
+    _rank_environment(local_rank, nprocs)
     try:
         run_as_main(module, target, args)
     finally:
@@ -73,12 +90,17 @@ def run_rank(local_rank, world, module, target, args):
 
 
 def main():
-    nprocs, port, module, target, args = _parse(sys.argv[1:])
+    opts, module, target, args = _parse(sys.argv[1:])
     if not module and not os.path.isfile(target):
         _usage("no such trainer script: %s" % target)
+    nprocs = opts["nprocs"]
+    os.environ.update({"GROUP_RANK": str(opts.get("node_rank", 0)), "GROUP_WORLD_SIZE": str(opts.get("nnodes", 1)),
+                       "LOCAL_WORLD_SIZE": str(nprocs)})
+    if "master_addr" in opts:
+        os.environ["MASTER_ADDR"] = opts["master_addr"]
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    if port is not None:
-        os.environ["MASTER_PORT"] = str(port)
+    if "port" in opts:
+        os.environ["MASTER_PORT"] = str(opts["port"])
     elif "MASTER_PORT" not in os.environ:
         import socket
         with socket.socket() as s:  # free now, for the children's store

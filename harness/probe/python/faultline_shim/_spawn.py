@@ -1,6 +1,10 @@
 """torch.multiprocessing.spawn's children: no RANK in their environment, but
 the process index they are started with is the rank in every trainer that
-calls spawn(train, nprocs=N) and train(rank, ...).
+calls spawn(train, nprocs=N) and train(rank, ...) on one node. A program
+spread over nodes that says where it is in torchrun's names (GROUP_RANK, its
+node's rank, and LOCAL_WORLD_SIZE, its processes per node) before it spawns
+makes process i of node K rank K*LOCAL_WORLD_SIZE+i (the spawn stack's runner
+does: harness/launch/python/spawn_runner.py).
 
 The child runs torch.multiprocessing.spawn._wrap(fn, i, args, ...), found by
 name when it unpickles its target; the shim replaces _wrap (in the parent
@@ -48,6 +52,16 @@ def _record_from_exit(exit_exc, error_file):
     _errors.record(type(cause), cause, cause.__traceback__)
 
 
+def _rank_of(i):
+    """Process i's rank: i, or its node's first rank + i where the environment
+    names the node (GROUP_RANK) and its processes (LOCAL_WORLD_SIZE)."""
+    try:
+        node, per_node = int(os.environ["GROUP_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
+    except (KeyError, ValueError):
+        return int(i)
+    return node * per_node + int(i) if node >= 0 and per_node > int(i) else int(i)
+
+
 def _patch_wrap(module, activate):
     orig = module._wrap
     if hasattr(orig, "__faultline_wrapped__"):
@@ -62,11 +76,12 @@ def _patch_wrap(module, activate):
     def _wrap(fn, i, args, error_channel):
         if _state.recorder is None and "RANK" not in os.environ:
             try:
-                activate(int(i))
+                rank = _rank_of(i)
+                activate(rank)
                 if _state.recorder is not None:
                     # The LD_PRELOAD interposer's rank for a process without RANK
                     # (docs/BLACKBOX.md): this process, and what it forks or runs.
-                    os.environ["FAULTLINE_RANK"] = str(int(i))
+                    os.environ["FAULTLINE_RANK"] = str(rank)
             except Exception as e:  # noqa: BLE001
                 _instrument.broke("spawn.wrap", e)
         if _state.recorder is None:

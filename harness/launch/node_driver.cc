@@ -1,21 +1,23 @@
-// torchelastic's agents across nodes, shared by torchrun-multinode and
-// torch.distributed.launch: each node a network namespace of this machine
-// (netns.h), meeting at node n1's address, with a static rendezvous or c10d
-// ([stack] rendezvous), n1's agent hosting the store (docs/MULTINODE.md,
-// "torchrun across namespaces").
+// A launcher's command across nodes: torchelastic's agents (torchrun,
+// torchrun-multinode, torch.distributed.launch) and the spawn stack's runner,
+// one per node, each node a network namespace of this machine (netns.h),
+// meeting at node n1's address: a static rendezvous (--node_rank,
+// --master_addr), or c10d ([stack] rendezvous) with n1's agent hosting the
+// store (docs/MULTINODE.md, "torchrun across namespaces").
 //
 // The launcher process is one small driver (bash) that faultline starts: it
 // starts every node's process (`ip netns exec NS env FAULTLINE_NODE=nK
 // GLOO_SOCKET_IFNAME=IF faultline agent --node nK --link IF -- LAUNCHER
-// --nnodes N --node_rank K-1 --master_addr ADDR ...`), waits for all of them
+// --node_rank K-1 --master_addr ADDR --nnodes N ...`), waits for all of them
 // and exits with the first non-zero status (0 when all succeeded). So every
-// rank stays a descendant of the launcher process, found by RANK as under one
-// agent, and the containment and teardown of one node work unchanged.
+// rank stays a descendant of the launcher process, found by RANK (or the
+// shim's start event) as under one launcher, and the containment and
+// teardown of one node work unchanged.
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
-#include "harness/launch/elastic_launcher.h"
+#include "harness/launch/observed_launcher.h"
 #include "harness/launch/netns.h"
 #include "harness/model/atomic_file.h"
 #include "harness/model/node_layout.h"
@@ -35,11 +37,6 @@ std::string shellQuote(const std::string& s) {
   return out + "'";
 }
 
-int nodesOf(const std::vector<std::string>& cmd) {
-  const std::string v = flagValue(cmd, "--nnodes");
-  return v.empty() ? 1 : std::max(std::atoi(v.c_str()), 1);
-}
-
 std::string selfExe() {
   std::error_code ec;
   auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -49,8 +46,9 @@ std::string selfExe() {
 bool startsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
 // Node k's command line (0-based): the launcher's own, placed and named. The
-// node's flags come before --nnodes, the first of the launcher's own options
-// (`torchrun --node_rank=1 --master_addr=A --nnodes=2 ...`).
+// node's flags come before the launcher's --nnodes (`torchrun --node_rank=1
+// --master_addr=A --nnodes=2 ...`, `spawn_runner.py --nprocs 2 --port P
+// --node_rank=1 --master_addr=A --nnodes=2 train.py`).
 std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net, int k) {
   const NodeNet& node = net.nodes[k];
   std::vector<std::string> cmd = {ipCommand(), "netns", "exec", node.netns, "/usr/bin/env",
@@ -64,6 +62,7 @@ std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout&
   // told its place and n1's address.
   const bool c10d = flagValue(t, "--rdzv_backend") == "c10d";
   const bool own_nproc = static_cast<size_t>(k) < opts.node_procs.size();
+  bool placed = false;
   for (size_t i = 0; i < t.size(); ++i) {
     if (c10d && startsWith(t[i], "--rdzv_endpoint=")) {
       cmd.push_back("--rdzv_endpoint=" + net.nodes.front().addr + t[i].substr(t[i].rfind(':')));
@@ -82,7 +81,8 @@ std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout&
       ++i;
       continue;
     }
-    if (startsWith(t[i], "--nnodes=")) {
+    if (!placed && startsWith(t[i], "--nnodes=")) {  // the launcher's own, not a trainer's argument of that name
+      placed = true;
       if (c10d) {
         cmd.push_back("--rdzv_id=" + net.tag);
       } else {
@@ -122,18 +122,18 @@ tl::expected<NodeShape, Unsupported> nodeShape(const scenario::Stack& stack) {
   if (auto why = nodeLayoutProblem(stack.world_size, nodes); !why.empty()) return tl::unexpected(Unsupported{why});
   const std::vector<int> per_node = ranksPerNode(stack.world_size, nodes);
   NodeShape shape;
+  shape.nodes = nodes;
   if (nodes > 1) shape.flags.push_back("--nnodes=" + std::to_string(nodes));
   shape.flags.push_back("--nproc_per_node=" + std::to_string(per_node.front()));
   if (per_node.front() != per_node.back()) shape.node_procs = per_node;
   return shape;
 }
 
-Result<Started> ElasticLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
-  const int nodes = nodesOf(opts.command);
-  if (nodes <= 1 || nodeSpan() == NodeSpan::kOne) return ObservedLauncher::start(opts, layout, placement);
+Result<Started> ObservedLauncher::start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const {
+  if (opts.nodes <= 1) return startCommand(opts, layout, placement);
   if (opts.command.empty()) return fail(ErrorCode::kBadUsage, "no command given");
   (void)sweepStaleNetworks();
-  const RunNetwork net = planNetwork(opts.run_id, nodes);
+  const RunNetwork net = planNetwork(opts.run_id, opts.nodes);
   if (auto r = createNetwork(net); !r) return tl::unexpected(r.error());
   // Which namespace and link is which node (for the diagnosis and the tests' own teardown check).
   nlohmann::json j = {{"tag", net.tag}, {"bridge", net.bridge}, {"subnet", net.subnet + ".0/24"}, {"nodes", nlohmann::json::array()}};
@@ -143,15 +143,15 @@ Result<Started> ElasticLauncher::start(const LaunchOptions& opts, const RunLayou
   if (auto r = makeDirs(layout.nodesDir()); r) (void)writeFileAtomically(layout.nodesDir() + "/network.json", j.dump(2) + "\n");
   LaunchOptions driver = opts;
   driver.command = {"/bin/bash", "-c", driverScript(opts, layout, net), "faultline-nodes"};
-  auto started = ObservedLauncher::start(driver, layout, placement);
+  driver.nodes = 1;
+  auto started = startCommand(driver, layout, placement);
   if (!started) (void)removeNetwork(net);
   return started;
 }
 
-std::vector<std::string> ElasticLauncher::finish(const LaunchOptions& opts) const {
-  const int nodes = nodesOf(opts.command);
-  if (nodes <= 1 || nodeSpan() == NodeSpan::kOne) return {};
-  return tearDownNetwork(planNetwork(opts.run_id, nodes));
+std::vector<std::string> ObservedLauncher::finish(const LaunchOptions& opts) const {
+  if (opts.nodes <= 1) return {};
+  return tearDownNetwork(planNetwork(opts.run_id, opts.nodes));
 }
 
 }  // namespace faultline::launch
