@@ -23,6 +23,7 @@
 
 #include "harness/agent/agent_event.h"
 #include "harness/agent/node_procs.h"
+#include "harness/agent/output_copy.h"
 #include "harness/agent/slurm_task_env.h"
 #include "harness/launch/process_spawn.h"
 #include "harness/launch/rank_env.h"
@@ -147,6 +148,7 @@ class NodeAgent {
       status = started.error();
     }
     recordEnd(status);
+    drainOutput();
     recordSurvivors();
     const int code = exitStatusFor(status);
     events_->write("agent_exit", {{"exit_code", code}});
@@ -242,12 +244,21 @@ class NodeAgent {
     spec.argv = opts_.command;
     for (const auto& [k, v] : merged) spec.env.push_back(k + "=" + v);
     spec.inherit_stdio = true;
+    // A node's launcher (not a Slurm task, which is one rank): its output
+    // passed on through the agent and copied to the node's directory.
+    if (!opts_.slurm_task) {
+      const RunLayout layout(out_);
+      if (out_copy_.open(STDOUT_FILENO, layout.nodeLauncherStdout(node_))) spec.stdout_fd = out_copy_.writeEnd();
+      if (err_copy_.open(STDERR_FILENO, layout.nodeLauncherStderr(node_))) spec.stderr_fd = err_copy_.writeEnd();
+    }
     const std::string& cmd = opts_.command[0];
     Result<pid_t> pid = launch::resolveExecutable(cmd, envVar(merged, "PATH").value_or("/usr/bin:/bin"))
                             .and_then([&](std::string exe) {
                               spec.executable = std::move(exe);
                               return launch::spawnProcess(spec, launch::Placement{});
                             });
+    out_copy_.closeWriteEnd();
+    err_copy_.closeWriteEnd();
     if (pid) return *pid;
     err_ << "faultline agent: cannot run " << cmd << ": " << pid.error().message << "\n";
     // As a shell says it: 127 for a command that is not there, 126 for one
@@ -278,13 +289,11 @@ class NodeAgent {
         scanRanks(false);
         next_tick = now + kPollMs;
       }
-      pollfd pfd{sfd_, POLLIN, 0};
+      pollfd pfds[3] = {{sfd_, POLLIN, 0}, {out_copy_.readFd(), POLLIN, 0}, {err_copy_.readFd(), POLLIN, 0}};
       const int timeout = static_cast<int>(std::max<int64_t>(0, next_tick - monotonicMs()));
-      if (sfd_ >= 0) {
-        ::poll(&pfd, 1, timeout);
-      } else {
-        ::usleep(static_cast<useconds_t>(timeout) * 1000);
-      }
+      ::poll(pfds, 3, timeout);  // a negative fd is skipped
+      out_copy_.pump();
+      err_copy_.pump();
       forwardSignals();
       int ws = 0;
       pid_t w;
@@ -381,6 +390,19 @@ class NodeAgent {
     scanRanks(true);
   }
 
+  // The command's output to its end: the pipes close once its last process
+  // has. One its descendants still hold (a survivor's) is passed on for up to
+  // kSurvivorSettleMs, then left.
+  void drainOutput() {
+    const int64_t until = monotonicMs() + kSurvivorSettleMs;
+    bool open = out_copy_.pump() | err_copy_.pump();
+    while (open && monotonicMs() < until) {
+      pollfd pfds[2] = {{out_copy_.readFd(), POLLIN, 0}, {err_copy_.readFd(), POLLIN, 0}};
+      ::poll(pfds, 2, kPollMs);
+      open = out_copy_.pump() | err_copy_.pump();
+    }
+  }
+
   // The node's own teardown proof: what of this run and node is still there.
   // The child's group got the stop signal with the child; a member still in
   // its exit path when the child is reaped is not a survivor, so one that is
@@ -418,6 +440,7 @@ class NodeAgent {
   pid_t supervisor_ = 0;  // the run's supervisor (kSupervisorPidVar); 0: unknown
   std::map<pid_t, TrackedRank> ranks_;
   std::string link_state_;
+  OutputCopy out_copy_, err_copy_;
 };
 
 }  // namespace

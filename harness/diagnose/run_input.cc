@@ -573,6 +573,61 @@ void addRankLogFiles(RunInput& in, const RunLayout& layout) {
   }
 }
 
+// What one spawn program reported (ProcessRaisedException,
+// ProcessExitedException) of the process it names: that rank's end, its
+// traceback as evidence, and every other process of the same program
+// (`siblings`; empty: all of them) terminated by spawn itself.
+void addSpawnReport(RunInput& in, const LauncherLog& L, int rank, const std::vector<int>& siblings,
+                    const std::string& origin) {
+  RankInput& ri = rankAt(in, rank);
+  ri.started = true;
+  if (L.spawn_chain) {
+    Evidence e = evidenceFromChain(*L.spawn_chain);
+    e.origin = origin;
+    ri.errors.push_back(std::move(e));
+  }
+  if (!ri.exit_known) {
+    if (L.spawn_signal) ri.signal = L.spawn_signal, ri.exit_known = true;
+    else if (L.spawn_exit_code) ri.exit_code = L.spawn_exit_code, ri.exit_known = true;
+    else if (L.spawn_chain) ri.exit_code = 1, ri.exit_known = true;
+  }
+  const auto sibling = [&](int r) { return siblings.empty() || std::find(siblings.begin(), siblings.end(), r) != siblings.end(); };
+  for (auto& [r, other] : in.ranks) {
+    if (r != rank && sibling(r) && !other.exit_known) other.killed_by_teardown = true;
+  }
+}
+
+// spawn's reports. One program names its processes by index, the rank on
+// one node. Across nodes each node's program reports apart (its agent's
+// copy, OUT/nodes/NAME/launcher.stderr): its index is a local rank of that
+// node, and the stack's own blame is the first node's report (the run's
+// exit status is that node's, node_driver.cc).
+void addSpawnReports(RunInput& in, const RunLayout& layout) {
+  LauncherLog& whole = *in.launcher;
+  const int nodes = static_cast<int>(in.nodes.size());
+  bool first = true;
+  for (const auto& [name, node] : in.nodes) {  // n1, n2, ... (NodeInput's order)
+    const std::string path = layout.nodeLauncherStderr(name);
+    auto text = readTail(path);
+    if (!text) continue;
+    const LauncherLog own = parseLauncherLog(*text);
+    if (!own.spawn_rank) continue;
+    const auto rank = globalRankOf(in, node, *own.spawn_rank, nodes);
+    if (!rank) continue;
+    std::vector<int> siblings;
+    for (int local = 0; local < in.world_size; ++local) {
+      const auto r = globalRankOf(in, node, local, nodes);
+      if (!r) break;
+      siblings.push_back(*r);
+    }
+    addSpawnReport(in, own, *rank, siblings, "nodes/" + name + "/launcher.stderr");
+    if (first && whole.claimed_root_rank == whole.spawn_rank) whole.claimed_root_rank = rank;
+    if (first) whole.spawn_rank = rank;
+    first = false;
+  }
+  if (first) addSpawnReport(in, whole, *whole.spawn_rank, {}, "launcher/stderr");
+}
+
 // The launcher: its stderr and stdout, torchrun's per-rank log files, spawn's
 // children. Returns the tracebacks its failure block quotes, by rank (into
 // *in.launcher), for addQuotedChains.
@@ -595,24 +650,7 @@ std::map<int, const PyChain*> readLauncherFiles(RunInput& in, const RunLayout& l
       }
       for (auto& [r, text] : demuxed) addRankOutput(rankAt(in, r), text, "launcher/stderr", true);
     }
-    if (L.spawn_rank) {
-      RankInput& ri = rankAt(in, *L.spawn_rank);
-      ri.started = true;
-      if (L.spawn_chain) {
-        Evidence e = evidenceFromChain(*L.spawn_chain);
-        e.origin = "launcher/stderr";
-        ri.errors.push_back(std::move(e));
-      }
-      if (!ri.exit_known) {
-        if (L.spawn_signal) ri.signal = L.spawn_signal, ri.exit_known = true;
-        else if (L.spawn_exit_code) ri.exit_code = L.spawn_exit_code, ri.exit_known = true;
-        else if (L.spawn_chain) ri.exit_code = 1, ri.exit_known = true;
-      }
-      // torch.multiprocessing.spawn terminates every other child once one fails.
-      for (auto& [r, other] : in.ranks) {
-        if (r != *L.spawn_rank && !other.exit_known) other.killed_by_teardown = true;
-      }
-    }
+    if (L.spawn_rank) addSpawnReports(in, layout);
     // torchrun's failure entries give exit status (never the choice of root cause).
     for (const LauncherFailure& f : L.failures) {
       if (f.rank < 0) continue;
@@ -763,8 +801,7 @@ void matchLauncherPids(RunInput& in) {
 
 // Nodes: each rank's node and host from its agent's rank_start; the exit an
 // agent saw where nothing else said one.
-void readNodeFacts(RunInput& in, const std::string& dir, const RunLayout& layout) {
-  in.nodes = readNodes(dir, &in.node_problems);
+void readNodeFacts(RunInput& in, const RunLayout& layout) {
   for (const auto& [name, node] : in.nodes) {
     for (const auto& [r, on] : node.ranks) {
       RankInput& ri = rankAt(in, r);
@@ -827,11 +864,12 @@ RunInput loadRun(const std::string& dir) {
   attributeUnnamedExits(in);
   markWorkDone(in);
   attachCrashedChildren(in);
+  in.nodes = readNodes(dir, &in.node_problems);
   addQuotedChains(in, readLauncherFiles(in, layout));
   readEventFacts(in);
   for (auto& [r, ri] : in.ranks) foldCrashesOnTheWayOut(ri);
   matchLauncherPids(in);
-  readNodeFacts(in, dir, layout);
+  readNodeFacts(in, layout);
   repickLocations(in);
   inferWorldSize(in);
   if (const std::string twin = layout.twinDir(); fs::exists(fs::path(twin) / "supervisor.json")) {

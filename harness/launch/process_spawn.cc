@@ -201,12 +201,14 @@ Result<PendingSpawn> startSpawn(const SpawnSpec& spec, const Placement& placemen
     const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
     return copy >= 0 ? copy : ::open("/dev/null", flags | O_CLOEXEC);
   };
-  int out_fd = spec.inherit_stdio ? ownStdio(STDOUT_FILENO, O_WRONLY)
-                                  : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int out_fd = spec.stdout_fd >= 0  ? ::fcntl(spec.stdout_fd, F_DUPFD_CLOEXEC, 3)
+               : spec.inherit_stdio ? ownStdio(STDOUT_FILENO, O_WRONLY)
+                                    : ::open(spec.stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (out_fd < 0) return fail(ErrorCode::kIo, std::string("open failed: ") + std::strerror(errno), spec.stdout_path);
-  int err_fd = spec.inherit_stdio                  ? ownStdio(STDERR_FILENO, O_WRONLY)
+  int err_fd = spec.stderr_fd >= 0                    ? ::fcntl(spec.stderr_fd, F_DUPFD_CLOEXEC, 3)
+               : spec.inherit_stdio                   ? ownStdio(STDERR_FILENO, O_WRONLY)
                : spec.stderr_path == spec.stdout_path ? ::dup(out_fd)
-                                                    : ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                                                      : ::open(spec.stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (err_fd < 0) {
     int e = errno;
     ::close(out_fd);

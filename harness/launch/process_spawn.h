@@ -33,6 +33,11 @@ struct SpawnSpec {
   // The child keeps this process's stdin, stdout and stderr (the paths above
   // are not used): a node agent's command, whose output its launcher redirects.
   bool inherit_stdio = false;
+  // Open descriptors the child gets as its stdout and stderr (>= 0; copied,
+  // the caller keeps its own), before the paths and inherit_stdio: a pipe the
+  // caller reads (the node agent's copy of its launcher's output).
+  int stdout_fd = -1;
+  int stderr_fd = -1;
 };
 
 // Returns the pid once the child has exec'd; a child that cannot be placed or

@@ -57,6 +57,10 @@ class RunLayout {
     return nodeDir(name) + "/agent-" + std::to_string(pid) + ".jsonl";
   }
   std::string nodeSupervisorEvents(const std::string& name) const { return nodeDir(name) + "/supervisor.jsonl"; }
+  // What the node's launcher wrote, as its node agent passed it on to the
+  // run's launcher output (every node's together): this node's part alone.
+  std::string nodeLauncherStdout(const std::string& name) const { return nodeDir(name) + "/launcher.stdout"; }
+  std::string nodeLauncherStderr(const std::string& name) const { return nodeDir(name) + "/launcher.stderr"; }
 
   // The fault-free twin of a recovery scenario (recovery.same_result): a whole
   // run directory of its own, written after the run itself.

@@ -131,6 +131,30 @@ TEST(Agent, FindsARankItsShellForksAndReportsTheChildsExit) {
   EXPECT_EQ(ev.back()["exit_code"], 5);
 }
 
+// What the node's launcher writes goes on to the agent's own stdout and
+// stderr (the run's launcher output) and into the node's copy of each, its
+// children's included, all of it by the time the agent exits.
+TEST(Agent, PassesItsCommandsOutputOnAndCopiesItToTheNodesFiles) {
+  TempDir dir;
+  const std::string out = dir / "out";
+  const std::string script = "echo to-out; echo to-err >&2; sh -c 'seq 1 20000 >&2'; echo last-out";
+  SpawnOptions o;
+  o.argv = {FL_FAULTLINE, "agent", "--out", out, "--node", "n2", "--", "sh", "-c", script};
+  o.env = environmentWith({{"FAULTLINE_RUN_ID", "agent-test-out"}}, isTestVar);
+  o.stdout_path = dir / "agent.out";
+  o.stderr_path = dir / "agent.err";
+  const pid_t agent = spawnChild(o);
+  ASSERT_GT(agent, 0);
+  const Outcome r = waitChild(agent, kLimit);
+  EXPECT_EQ(r.code(), 0) << r.str() << readFile(dir / "agent.err");
+  std::string seq;
+  for (int i = 1; i <= 20000; ++i) seq += std::to_string(i) + "\n";
+  EXPECT_EQ(readFile(dir / "agent.out"), "to-out\nlast-out\n");
+  EXPECT_EQ(readFile(out + "/nodes/n2/launcher.stdout"), "to-out\nlast-out\n");
+  EXPECT_EQ(readFile(out + "/nodes/n2/launcher.stderr"), "to-err\n" + seq);
+  EXPECT_EQ(readFile(dir / "agent.err"), "to-err\n" + seq) << "more than a pipe's 64 KiB, passed on whole";
+}
+
 TEST(Agent, RecordsTheProcessOfItsRunAndNodeThatOutlivesItsChild) {
   TempDir dir;
   const std::string out = dir / "out";

@@ -9,6 +9,7 @@
 
 #include "harness/diagnose/run_input.h"
 #include "harness/model/run_layout.h"
+#include "tests/diagnose/test_util.h"
 
 namespace faultline::diagnose {
 namespace {
@@ -162,6 +163,25 @@ TEST(NodeInput, ASecondNodesTorchrunLogsAreItsGlobalRanks) {
   EXPECT_EQ(in.ranks.count(2), 0u);
   EXPECT_EQ(in.ranks.count(0), 0u);
   fs::remove_all(dir);
+}
+
+// spawn across nodes: each node's program names a process of its own, and
+// its agent's copy of its output (OUT/nodes/NAME/launcher.stderr) says which
+// node's: "Process 0" of n2 is rank 2. Every node's output together, in
+// OUT/launcher/stderr, ends with n2's report, which read alone named rank 0.
+TEST(RunInput, ASpawnReportAcrossNodesNamesAProcessOfItsOwnNode) {
+  const RunInput in = loadRun(testing::fixture("mn213_spawn_rank2_exception"));
+  ASSERT_TRUE(in.launcher);
+  EXPECT_EQ(in.launcher->claimed_root_rank, 1) << "the first node's report: n1's process 1";
+  const auto origin = [&](int rank, const std::string& type) {
+    for (const Evidence& e : in.ranks.at(rank).errors) {
+      if (e.type == type && e.origin.find("launcher") != std::string::npos) return e.origin;
+    }
+    return std::string();
+  };
+  EXPECT_EQ(origin(2, "NameError"), "nodes/n2/launcher.stderr");
+  EXPECT_EQ(origin(1, "RuntimeError"), "nodes/n1/launcher.stderr");
+  EXPECT_EQ(origin(0, "NameError"), "") << "n2's process 0 is not rank 0";
 }
 
 // One node too: a launcher's log file per rank (deepspeed's
