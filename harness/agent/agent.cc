@@ -1,6 +1,6 @@
 // The agent's run: start the command through the launch stage, forward stop
-// signals, watch /proc for ranks and the link for changes, then check for
-// survivors.
+// signals, pass its output on (and copy it to the node's files: output_copy.h),
+// watch /proc for ranks and the link for changes, then check for survivors.
 #include "harness/agent/agent.h"
 
 #include <fcntl.h>
