@@ -248,8 +248,15 @@ std::optional<Candidate> nodeLauncherLost(const Analysis& a) {
   c.layers.push_back({"process", "node " + lost->name + ": its launcher " + how + ", no rank of it started"});
   // What the other nodes then said: their launcher's error, or their ranks'.
   auto then = launcherFailedFirst(a);
-  if (then && then->cause.signal && !then->cause.exception_type && teardown_ns > 0) {
-    // The others never gave up (torch 1.13's static rendezvous): faultline's teardown ended them.
+  // The others' launcher ended by faultline's teardown: killed by its signal,
+  // or, caught and exited 128+N (accelerate's agent, stopped first through the
+  // node driver), after the teardown began.
+  const LauncherProcess* launcher = in.supervisor && in.supervisor->launcher_process ? &*in.supervisor->launcher_process : nullptr;
+  const bool exited_in_teardown = then && then->cause.exit_code && *then->cause.exit_code > 128 && launcher &&
+                                  launcher->exit_ns && *launcher->exit_ns >= teardown_ns;
+  if (then && (then->cause.signal || exited_in_teardown) && !then->cause.exception_type && teardown_ns > 0) {
+    // The others never gave up (torch 1.13's static rendezvous, accelerate's
+    // default rendezvous timeout): faultline's teardown ended them.
     const std::string why = in.supervisor->trigger.detail;
     c.summary += "; the other nodes' launcher waited for it until faultline's teardown" + (why.empty() ? "" : " (" + why + ")");
     for (const Layer& l : then->cause.layers) c.layers.push_back(l);

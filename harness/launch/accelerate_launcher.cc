@@ -17,11 +17,14 @@ std::string accelerateProgram(const TorchInstall& torch) {
   return (std::filesystem::path(torch.python).parent_path() / "accelerate").string();
 }
 
-// accelerate launch's flags for N local processes at `port`, every value it
-// would otherwise take from a config file (or warn about) given.
-std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
-  return {accelerateProgram(torch), "launch", "--multi_gpu", "--num_processes", std::to_string(nproc), "--num_machines", "1",
-          "--main_process_port", std::to_string(port), "--mixed_precision", "no", "--dynamo_backend", "no"};
+// accelerate launch's flags for N processes in all on `machines` machines
+// at `port`, every value it would otherwise take from a config file (or
+// warn about) given. Across machines each is told its place
+// (--machine_rank, --main_process_ip: node_driver.cc) before --num_machines.
+std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port, int machines = 1) {
+  return {accelerateProgram(torch), "launch", "--multi_gpu", "--num_processes", std::to_string(nproc), "--num_machines",
+          std::to_string(machines), "--main_process_port", std::to_string(port), "--mixed_precision", "no",
+          "--dynamo_backend", "no"};
 }
 
 // Whether `accelerate launch ...` takes its --cpu path: the flag among
@@ -50,7 +53,20 @@ class AccelerateLauncher final : public ObservedLauncher {
     }
     const int n = in.scenario->stack.world_size;
     if (n < 2) return tl::unexpected(Unsupported{"accelerate launch --multi_gpu needs at least 2 processes"});
-    PlannedStart p{launchFlags(*in.torch, n, in.master_port), 1, {}};
+    // A scenario of several nodes: one accelerate launch per machine, each
+    // running num_processes / num_machines of them.
+    auto shape = nodeShape(in.scenario->stack);
+    if (!shape) return tl::unexpected(shape.error());
+    if (!shape->node_procs.empty()) {
+      return tl::unexpected(Unsupported{"accelerate launch runs num_processes / num_machines processes on every machine; "
+                                        "this scenario's nodes differ"});
+    }
+    if (shape->nodes > 1 && in.scenario->stack.rendezvous == "c10d") {
+      return tl::unexpected(Unsupported{"rendezvous c10d across machines: accelerate's agents would meet at "
+                                        "--main_process_ip, which faultline does not set up for it"});
+    }
+    PlannedStart p{launchFlags(*in.torch, n, in.master_port, shape->nodes), 1, {}};
+    p.nodes = shape->nodes;
     // Each rank's output in its own file, as the torchrun stack's
     // (elasticLogFlags, less --redirects, which accelerate does not take):
     // its agent writes OUT/launcher/logs/RUN/attempt_K/R/std{out,err}.log,
@@ -118,9 +134,11 @@ class AccelerateLauncher final : public ObservedLauncher {
 
   // The run's own network namespace, where it had one: removed, and what is left said.
   std::vector<std::string> finish(const LaunchOptions& opts) const override {
-    if (!opts.own_network) return {};
+    if (!opts.own_network) return ObservedLauncher::finish(opts);  // its nodes' namespaces, where it had nodes
     return tearDownNetwork(planNetwork(opts.run_id, 1));
   }
+
+  NodePlace nodePlace() const override { return {"--num_machines", "--machine_rank", "--main_process_ip"}; }
 
   // Stopped as its users stop it (Ctrl-C, a scheduler's SIGTERM): the
   // signal to accelerate's process, whose in-process torchrun agent passes it

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "harness/launch/observed_launcher.h"
+#include "harness/model/atomic_file.h"
 
 namespace faultline::launch {
 namespace {
@@ -36,6 +37,10 @@ std::string masterPort(const std::vector<std::string>& command) {
   const std::string port = flagValue(command, "--master_port");
   return port.empty() ? "29500" : port;
 }
+
+// The hostfile of a run across nodes: "nK slots=P" a line, which the runner
+// reads for the nodes and their processes (it resolves no name with --no_ssh).
+std::string hostfilePath(const std::string& out_dir) { return RunLayout(out_dir).launcherDir() + "/hostfile"; }
 
 std::vector<std::string> launchFlags(const TorchInstall& torch, int nproc, int port) {
   return {deepspeedProgram(torch), "--num_gpus", std::to_string(nproc), "--master_port", std::to_string(port)};
@@ -73,7 +78,23 @@ class DeepSpeedLauncher final : public ObservedLauncher {
       return tl::unexpected(Unsupported{"deepspeed runs a Python script or, with --no_python, a program of the torch "
                                         "it runs at; this scenario's trainer is neither"});
     }
-    PlannedStart p{launchFlags(*in.torch, in.scenario->stack.world_size, in.master_port), 1, {}};
+    // A scenario of several nodes: the runner on each node, without ssh
+    // (--no_ssh: it starts launch.py for its own node, --node_rank=K, and
+    // node n1's --master_addr, node_driver.cc), the nodes named in a
+    // hostfile of the run (OUT/launcher/hostfile, written by start()), as
+    // DeepSpeed's users run it where ssh between nodes is not allowed.
+    auto shape = nodeShape(in.scenario->stack);
+    if (!shape) return tl::unexpected(shape.error());
+    if (!shape->node_procs.empty()) {
+      return tl::unexpected(Unsupported{"deepspeed runs --num_gpus processes on every node; this scenario's nodes differ"});
+    }
+    const int per_node = in.scenario->stack.world_size / shape->nodes;
+    PlannedStart p{launchFlags(*in.torch, per_node, in.master_port), 1, {}};
+    if (shape->nodes > 1) {
+      p.command.insert(p.command.begin() + 1, {"--num_nodes=" + std::to_string(shape->nodes), "--hostfile",
+                                               hostfilePath(in.out_dir), "--no_ssh"});
+      p.nodes = shape->nodes;
+    }
     // Each rank's output in a file of its own (launch.py's
     // --enable_each_rank_log: STAMP_rankR.log, stdout and stderr together),
     // where the diagnosis reads what a rank printed before it exited
@@ -110,8 +131,24 @@ class DeepSpeedLauncher final : public ObservedLauncher {
   // was seen holding (at its first step); a rank that died before that left
   // its buffer unseen. Found here by its name, removed, and named.
   std::vector<std::string> finish(const LaunchOptions& opts) const override {
-    return removeLeftBuffers(opts.command, "/dev/shm");
+    std::vector<std::string> left = ObservedLauncher::finish(opts);  // its nodes' namespaces, where it had nodes
+    for (auto& l : removeLeftBuffers(opts.command, "/dev/shm")) left.push_back(std::move(l));
+    return left;
   }
+
+  // Across nodes: the hostfile first (its path is in the command line), then the nodes.
+  Result<Started> start(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement) const override {
+    if (opts.nodes > 1) {
+      const std::string procs = flagValue(opts.command, "--num_gpus");
+      std::string hosts;
+      for (int k = 1; k <= opts.nodes; ++k) hosts += "n" + std::to_string(k) + " slots=" + procs + "\n";
+      if (auto r = createLauncherDir(layout); !r) return tl::unexpected(r.error());
+      if (auto r = writeFileAtomically(flagValue(opts.command, "--hostfile"), hosts); !r) return tl::unexpected(r.error());
+    }
+    return ObservedLauncher::start(opts, layout, placement);
+  }
+
+  NodePlace nodePlace() const override { return {"--num_nodes=", "--node_rank", "--master_addr"}; }
 
   LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override {
     LauncherLog log = ObservedLauncher::ownLog(opts, layout);

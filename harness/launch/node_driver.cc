@@ -49,7 +49,8 @@ bool startsWith(const std::string& s, const std::string& prefix) { return s.rfin
 // node's flags come before the launcher's --nnodes (`torchrun --node_rank=1
 // --master_addr=A --nnodes=2 ...`, `spawn_runner.py --nprocs 2 --port P
 // --node_rank=1 --master_addr=A --nnodes=2 train.py`).
-std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net, int k) {
+std::vector<std::string> nodeCommand(const LaunchOptions& opts, const ObservedLauncher::NodePlace& place,
+                                     const RunLayout& layout, const RunNetwork& net, int k) {
   const NodeNet& node = net.nodes[k];
   std::vector<std::string> cmd = {ipCommand(), "netns", "exec", node.netns, "/usr/bin/env",
                                   "FAULTLINE_NODE=" + node.name, "GLOO_SOCKET_IFNAME=" + node.node_if};
@@ -81,13 +82,13 @@ std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout&
       ++i;
       continue;
     }
-    if (!placed && startsWith(t[i], "--nnodes=")) {  // the launcher's own, not a trainer's argument of that name
+    if (!placed && startsWith(t[i], place.before)) {  // the launcher's own, not a trainer's argument of that name
       placed = true;
       if (c10d) {
         cmd.push_back("--rdzv_id=" + net.tag);
       } else {
-        cmd.push_back("--node_rank=" + std::to_string(k));
-        cmd.push_back("--master_addr=" + net.nodes.front().addr);
+        cmd.push_back(place.rank_flag + "=" + std::to_string(k));
+        cmd.push_back(place.addr_flag + "=" + net.nodes.front().addr);
       }
     }
     cmd.push_back(t[i]);
@@ -95,20 +96,30 @@ std::vector<std::string> nodeCommand(const LaunchOptions& opts, const RunLayout&
   return cmd;
 }
 
-std::string driverScript(const LaunchOptions& opts, const RunLayout& layout, const RunNetwork& net) {
+// `forward_stop`: a stop signal to the driver goes on to every node's agent,
+// which passes it to its launcher (a launcher stopped first, as a user stops
+// it: StopOrder::kLauncherFirst). Otherwise the driver dies of it, as the
+// teardown signals every process of the run itself.
+std::string driverScript(const LaunchOptions& opts, const ObservedLauncher::NodePlace& place, const RunLayout& layout,
+                         const RunNetwork& net, bool forward_stop) {
   std::string s = "pids=()\n";
+  if (forward_stop) s += "trap 'kill -TERM \"${pids[@]}\" 2>/dev/null' TERM\ntrap 'kill -INT \"${pids[@]}\" 2>/dev/null' INT\n";
   for (size_t k = 0; k < net.nodes.size(); ++k) {
     std::error_code ec;
     std::filesystem::create_directories(layout.nodeDir(net.nodes[k].name), ec);
     std::string line;
-    for (const auto& a : nodeCommand(opts, layout, net, static_cast<int>(k))) line += shellQuote(a) + " ";
+    for (const auto& a : nodeCommand(opts, place, layout, net, static_cast<int>(k))) line += shellQuote(a) + " ";
     s += line + "</dev/null &\npids+=($!)\n";
   }
   // The first non-zero status of the nodes (in node order), 0 when every
   // node succeeded. `wait PID`, not `wait -n`: a non-interactive bash may
   // have reaped two nodes that ended together, and `wait -n` then answers 127.
-  s += "rc=0\nfor p in \"${pids[@]}\"; do wait \"$p\"; s=$?; if [ \"$rc\" -eq 0 ] && [ \"$s\" -ne 0 ]; then rc=$s; fi; done\n"
-       "exit \"$rc\"\n";
+  // A trap that ran interrupts the wait (status 128+N) of a node still
+  // there: it is waited for again.
+  s += "rc=0\nfor p in \"${pids[@]}\"; do\n"
+       "  while :; do wait \"$p\"; s=$?; if [ \"$s\" -gt 128 ] && kill -0 \"$p\" 2>/dev/null; then continue; fi; break; done\n"
+       "  if [ \"$rc\" -eq 0 ] && [ \"$s\" -ne 0 ]; then rc=$s; fi\n"
+       "done\nexit \"$rc\"\n";
   return s;
 }
 
@@ -142,7 +153,8 @@ Result<Started> ObservedLauncher::start(const LaunchOptions& opts, const RunLayo
   }
   if (auto r = makeDirs(layout.nodesDir()); r) (void)writeFileAtomically(layout.nodesDir() + "/network.json", j.dump(2) + "\n");
   LaunchOptions driver = opts;
-  driver.command = {"/bin/bash", "-c", driverScript(opts, layout, net), "faultline-nodes"};
+  driver.command = {"/bin/bash", "-c", driverScript(opts, nodePlace(), layout, net, stopOrder() == StopOrder::kLauncherFirst),
+                    "faultline-nodes"};
   driver.nodes = 1;
   auto started = startCommand(driver, layout, placement);
   if (!started) (void)removeNetwork(net);

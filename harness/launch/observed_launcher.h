@@ -23,6 +23,17 @@ class ObservedLauncher : public Launcher {
   // Its output, format "plain".
   LauncherLog ownLog(const LaunchOptions& opts, const RunLayout& layout) const override;
 
+  // How node K of several is told its place: its rank (0-based) and node
+  // n1's address, each `FLAG=VALUE`, inserted before the first argument that
+  // starts with `before` (torchelastic's: `--node_rank=1 --master_addr=A`
+  // before `--nnodes=2`).
+  struct NodePlace {
+    std::string before = "--nnodes=";
+    std::string rank_flag = "--node_rank";
+    std::string addr_flag = "--master_addr";
+  };
+  virtual NodePlace nodePlace() const { return {}; }
+
  protected:
   // The command alone, whatever LaunchOptions::nodes says.
   static Result<Started> startCommand(const LaunchOptions& opts, const RunLayout& layout, const Placement& placement);

@@ -25,7 +25,13 @@ class SpawnLauncher final : public ObservedLauncher {
     if (!in.scenario->stack.instrument) {
       return tl::unexpected(Unsupported{"spawn's children carry no RANK: uninstrumented, faultline cannot tell its ranks apart"});
     }
-    if (in.scenario->stack.launcher == name()) return PlannedStart{in.trainer, 1};
+    if (in.scenario->stack.launcher == name()) {
+      // The scenario's own spawn program: one process, as written.
+      if (in.scenario->stack.nodes > 1) {
+        return tl::unexpected(Unsupported{"the scenario's own spawn program runs on one node; it names no node flags"});
+      }
+      return PlannedStart{in.trainer, 1};
+    }
     if (!in.python_trainer) {
       return tl::unexpected(Unsupported{"spawn runs Python functions; this scenario's trainer is not a Python program"});
     }

@@ -22,9 +22,10 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
       // lightning runs a plain script as the function its Fabric launches (lightning_script.py).
       {"lightning",          true, true,  false, true,  false, kOne,     {}, "lightning", "Lightning's launcher does not restart ranks"},
-      // accelerate launch and deepspeed run any script (and a program, --no_python).
-      {"accelerate",         true, true,  true,  false, false, kOne,     {}, "accelerate", nullptr},
-      {"deepspeed",          true, true,  true,  false, false, kOne,     {}, "deepspeed", "the deepspeed launcher does not restart ranks"},
+      // accelerate launch and deepspeed run any script (and a program, --no_python),
+      // across nodes one launcher per node (--machine_rank; --no_ssh --node_rank).
+      {"accelerate",         true, true,  true,  false, false, kAsked,   {"*"}, "accelerate", nullptr},
+      {"deepspeed",          true, true,  true,  false, false, kAsked,   {"*"}, "deepspeed", "the deepspeed launcher does not restart ranks"},
       // ray runs a plain script as its training function (ray_script.py).
       {"ray",                true, true,  false, true,  false, kOne,     {}, "ray", nullptr},
       {"external",           false, false, false, false, true, kOne,     {}, nullptr, "an external launcher restarts as its own command says"},

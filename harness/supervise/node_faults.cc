@@ -196,12 +196,14 @@ void NodeFaults::watchRendezvous() {
         has_rank = has_rank || environVar(p, "RANK").has_value();
       }
       if (procs.empty() || has_rank) continue;
-      // Wait until the exec into torchrun is done (the first process is `ip netns exec` / `env` for a moment).
+      // Wait until the exec into the node's launcher is done (the first
+      // process is `ip netns exec` / `env` for a moment, then the agent).
       const auto agents = agentsOf(procs);
-      const bool torchrun = std::any_of(agents.begin(), agents.end(), [](pid_t p) {
-        return cmdline(p).find("torchrun") != std::string::npos || cmdline(p).find("torch.distributed") != std::string::npos;
+      const bool launched = !agents.empty() && std::none_of(agents.begin(), agents.end(), [](pid_t p) {
+        const std::string c = cmdline(p);
+        return c.empty() || c.find(" netns exec ") != std::string::npos || c.rfind("/usr/bin/env ", 0) == 0;
       });
-      if (!torchrun) continue;
+      if (!launched) continue;
       if (auto s = faults_.atRendezvous(node)) strike(*s);
     }
     watchRendezvous();

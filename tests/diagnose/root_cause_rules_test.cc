@@ -708,6 +708,22 @@ TEST(RootCauseRules, NodeLauncherLostBeforeItsRanksStartedIsBlamedOnItsNode) {
                                   "faultline's teardown (deadline of 60 s reached)"),
             std::string::npos)
       << w->cause.summary;
+  // A launcher that catches the teardown's SIGTERM and exits 143 (accelerate's
+  // agent, stopped first through the node driver) waited the same way; one
+  // that exited 143 before the teardown began gave up on its own.
+  RunInput caught = waited;
+  caught.launcher_signal.reset();
+  caught.launcher_exit_code = 143;
+  caught.supervisor->launcher_process = LauncherProcess{1, 143, std::nullopt, 60'500'000'001};
+  auto k = runRule(nodeLauncherLost, caught);
+  ASSERT_TRUE(k);
+  EXPECT_NE(k->cause.summary.find("the other nodes' launcher waited for it until faultline's teardown"), std::string::npos)
+      << k->cause.summary;
+  caught.supervisor->launcher_process->exit_ns = 59'000'000'001;
+  auto early = runRule(nodeLauncherLost, caught);
+  ASSERT_TRUE(early);
+  EXPECT_NE(early->cause.summary.find("the others' launcher then failed: exited with code 143"), std::string::npos)
+      << early->cause.summary;
   // Without the fault the agent's own record of its child's signal says it.
   RunInput bare = twoNodesBeforeRendezvous();
   bare.nodes["n2"].child_signal = "SIGKILL";

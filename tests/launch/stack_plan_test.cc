@@ -507,6 +507,36 @@ TEST(StackPlan, LaunchRunsAScenarioOfSeveralNodesAcrossThemAndOneOfOneNodeOnOne)
             "a scenario of several nodes, on a one-node stack");
 }
 
+TEST(StackPlan, AccelerateAndDeepSpeedRunOneLauncherPerNodeOfAScenarioOfSeveral) {
+  Tools tools = withFrameworks({{"accelerate", "1.16.0"}, {"deepspeed", "0.19.0"}});
+  const auto two = parse("launcher = \"torchrun-multinode\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
+                         "stacks = [\"torchrun-multinode\", \"accelerate\", \"deepspeed\"]\nnodes = 2\nworld_size = 4\n");
+  const auto acc = planStack(two, "accelerate", tools, "/o", 29500, "/s");
+  if (acc.unsupported) {  // only where network namespaces can be made
+    EXPECT_NE(acc.unsupported->find("network"), std::string::npos) << *acc.unsupported;
+    return;
+  }
+  EXPECT_EQ(acc.launch.nodes, 2);
+  const auto& a = acc.launch.command;
+  const auto machines = std::find(a.begin(), a.end(), "--num_machines");
+  ASSERT_NE(machines, a.end());
+  EXPECT_EQ(*(machines + 1), "2");
+  EXPECT_EQ(*(std::find(a.begin(), a.end(), "--num_processes") + 1), "4") << "accelerate's count is the whole job's";
+  const auto ds = planStack(two, "deepspeed", tools, "/o", 29500, "/s");
+  ASSERT_FALSE(ds.unsupported) << *ds.unsupported;
+  EXPECT_EQ(ds.launch.nodes, 2);
+  const auto& d = ds.launch.command;
+  EXPECT_EQ(std::vector<std::string>(d.begin() + 1, d.begin() + 5),
+            (std::vector<std::string>{"--num_nodes=2", "--hostfile", "/o/launcher/hostfile", "--no_ssh"}));
+  EXPECT_EQ(*(std::find(d.begin(), d.end(), "--num_gpus") + 1), "2") << "DeepSpeed's count is each node's";
+  // One node: as before, no node flags.
+  const auto one = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"deepspeed\"]\nworld_size = 4");
+  const auto single = planStack(one, "deepspeed", tools, "/o", 29500, "/s");
+  ASSERT_FALSE(single.unsupported) << *single.unsupported;
+  EXPECT_EQ(single.launch.nodes, 1);
+  EXPECT_EQ(std::count(single.launch.command.begin(), single.launch.command.end(), "--no_ssh"), 0);
+}
+
 TEST(StackPlan, TorchrunRunsAScenarioOfSeveralNodesAsTorchrunMultinodeDoes) {
   const auto two = parse("launcher = \"torchrun-multinode\"\ntrainer = \"command\"\ncommand = [\"python3\", \"/t.py\"]\n"
                          "stacks = [\"torchrun-multinode\", \"torchrun\"]\nnodes = 2\nworld_size = 4\n");
