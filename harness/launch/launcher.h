@@ -90,8 +90,9 @@ enum class RankDiscovery {
                   // topmost such), wherever it was started: Slurm's slurmstepd starts the ranks, not
                   // the launcher process; the node agents' rank_start events say the same from every
                   // node (docs/MULTINODE.md)
-  kLauncherRankZero,  // the launcher's own process is rank 0 (a Lightning script); the other ranks are
-                      // its descendants carrying RANK, or LOCAL_RANK (and NODE_RANK 0) without it
+  kLauncherRankZero,  // the launcher's own process is rank 0 (a Lightning script; across nodes each node's
+                      // script is its node's first rank); the other ranks are its descendants carrying
+                      // RANK, or LOCAL_RANK (and NODE_RANK 0) without it
 };
 
 // How the supervisor stops a job that has to be stopped.

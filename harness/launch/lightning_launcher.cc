@@ -37,19 +37,34 @@ class LightningLauncher final : public ObservedLauncher {
     if (!in.scenario->stack.instrument) {
       return tl::unexpected(Unsupported{"Lightning's ranks 1..N-1 carry no RANK: uninstrumented, faultline cannot tell its ranks apart"});
     }
-    const std::vector<std::string> devices = {"--devices", std::to_string(in.scenario->stack.world_size)};
+    // A scenario of several nodes: the script on each node with
+    // --num_nodes (its node and node n1's address from node_driver.cc), as
+    // Fabric(num_nodes=M) runs on a cluster.
+    auto shape = nodeShape(in.scenario->stack);
+    if (!shape) return tl::unexpected(shape.error());
+    if (!shape->node_procs.empty()) {
+      return tl::unexpected(Unsupported{"Lightning runs `devices` processes on every node; this scenario's nodes differ"});
+    }
+    std::vector<std::string> devices = {"--devices", std::to_string(in.scenario->stack.world_size / shape->nodes)};
     PlannedStart p{in.trainer, 1, {}};
     if (hasOwnTrainer(in, name())) {
+      if (shape->nodes > 1) {
+        return tl::unexpected(Unsupported{"the scenario's own Lightning trainer takes --devices; it names no node flags"});
+      }
       p.command.insert(p.command.end(), devices.begin(), devices.end());
     } else {
+      if (shape->nodes > 1) devices.push_back("--num_nodes=" + std::to_string(shape->nodes));
       auto script = scriptRunnerCommand(in, "lightning_script.py", devices, name());
       if (!script) return tl::unexpected(script.error());
       p.command = std::move(*script);
     }
+    p.nodes = shape->nodes;
     p.env["MASTER_ADDR"] = "127.0.0.1";
     p.env["MASTER_PORT"] = std::to_string(in.master_port);
     return p;
   }
+
+  NodePlace nodePlace() const override { return {"--num_nodes=", "--node_rank", "--master_addr"}; }
 
   // A one-rank DDP job: Fabric's launch() joins a process group of one.
   StackOffer offer(const TorchInstall* torch, const std::string&) const override {

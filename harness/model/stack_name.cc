@@ -20,8 +20,9 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       // spawn runs its runner once per node (no agent of its own to kill).
       {"spawn",              true, true,  false, true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
-      // lightning runs a plain script as the function its Fabric launches (lightning_script.py).
-      {"lightning",          true, true,  false, true,  false, kOne,     {}, "lightning", "Lightning's launcher does not restart ranks"},
+      // lightning runs a plain script as the function its Fabric launches (lightning_script.py),
+      // across nodes with num_nodes (its launcher is the script: no agent to kill).
+      {"lightning",          true, true,  false, true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, "lightning", "Lightning's launcher does not restart ranks"},
       // accelerate launch and deepspeed run any script (and a program, --no_python),
       // across nodes one launcher per node (--machine_rank; --no_ssh --node_rank).
       {"accelerate",         true, true,  true,  false, false, kAsked,   {"*"}, "accelerate", nullptr},

@@ -20,7 +20,7 @@ struct StackName {
 // How a launcher's stack meets `[stack] nodes`.
 enum class NodeSpan {
   kOne,      // runs on one node: a scenario of several is unsupported there
-  kAsked,    // runs a scenario of several nodes across them, and one of one node on one (torchrun, launch, spawn, accelerate, deepspeed)
+  kAsked,    // runs a scenario of several nodes across them, and one of one node on one (torchrun, launch, spawn, lightning, accelerate, deepspeed)
   kSpreads,  // also spreads a scenario written for one node over two (torchrun-multinode, slurm)
 };
 

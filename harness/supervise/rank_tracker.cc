@@ -247,13 +247,19 @@ std::optional<int> LauncherRankZero::rankOf(pid_t pid) const {
   return local;
 }
 
+// A rank Lightning started is a child of the script it reran, its node's
+// local rank 0: rank - LOCAL_RANK (rank 0 on one node; node n2's script of
+// two ranks a node is rank 2).
 void LauncherRankZero::found(int rank, pid_t pid) {
   DescendantRanks::found(rank, pid);
-  if (rank == 0 || ctx_.sink.hasLiveRank(0)) return;
+  const int local = digitsVar(pid, "LOCAL_RANK").value_or(0);  // none: a script itself, no child of one
+  if (local <= 0 || local > rank) return;
+  const int parent_rank = rank - local;
+  if (ctx_.sink.hasLiveRank(parent_rank)) return;
   auto st = readStat(pid);
   if (!st || ctx_.sink.rankByPid(st->ppid) || !isMember(st->ppid)) return;
   classified_.insert(st->ppid);
-  DescendantRanks::found(0, st->ppid);
+  DescendantRanks::found(parent_rank, st->ppid);
 }
 
 void DescendantRanks::watchEnd(RankState& r) {

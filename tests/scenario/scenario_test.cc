@@ -623,8 +623,8 @@ TEST(ScenarioParse, NodeFaultsThatCannotBeAreErrorsAtTheirKey) {
   EXPECT_EQ(errorOf(builtin + "[fault]\nkind = \"partition\"\nnode = \"n2\"\n" + expect),
             "s.toml:10:8: fault.node: stack builtin cannot deliver the node fault 'partition', expected stacks "
             "torchrun (every node fault), torchrun-multinode (every node fault), launch (every node fault), spawn "
-            "(node_loss, partition, slow_node, slow_link), slurm (node_loss, slow_node), accelerate (every node "
-            "fault) or deepspeed (every node fault)");
+            "(node_loss, partition, slow_node, slow_link), slurm (node_loss, slow_node), lightning (node_loss, "
+            "partition, slow_node, slow_link), accelerate (every node fault) or deepspeed (every node fault)");
   // spawn across nodes has no agent to kill.
   const std::string spawn = "name = \"x\"\n[stack]\nlauncher = \"spawn\"\ntrainer = \"command\"\n"
                             "command = [\"python3\", \"t.py\"]\nworld_size = 4\nnodes = 2\n";

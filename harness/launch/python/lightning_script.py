@@ -2,8 +2,10 @@
 stack runs a Python scenario that has no Lightning trainer of its own
 (docs/LAUNCHERS.md, "lightning").
 
-    python lightning_script.py --devices N SCRIPT [ARGS...]
-    python lightning_script.py --devices N -m MODULE [ARGS...]
+    python lightning_script.py --devices N [NODE FLAGS] SCRIPT [ARGS...]
+    python lightning_script.py --devices N [NODE FLAGS] -m MODULE [ARGS...]
+
+    NODE FLAGS: --num_nodes M --node_rank K --master_addr ADDR  (one per node)
 
 Lightning starts its ranks from the script itself: Fabric(strategy="ddp",
 devices=N).launch(fn) in `python train.py` is rank 0, and starts the same
@@ -13,7 +15,10 @@ program is that script for a plain torch.distributed trainer, as a user who
 moves a torchrun script onto Fabric writes it: the launched function runs the
 trainer as its __main__, with the environment torchrun would give it (RANK,
 LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK, MASTER_ADDR,
-MASTER_PORT). The trainer makes its own process group, as it does under
+MASTER_PORT). Across nodes the same program runs on every node with
+Fabric(num_nodes=M), told its node (NODE_RANK) and node 0's address
+(MASTER_ADDR) in the environment, where Lightning's own cluster environment
+reads them. The trainer makes its own process group, as it does under
 torchrun: the strategy is Lightning's DDPStrategy with its
 init_process_group left out (the step a user removes from the script
 otherwise stays in it). What the trainer raises, and what Lightning's
@@ -25,23 +30,40 @@ import sys
 from run_trainer import run_as_main, split_trainer
 
 
+_INT_FLAGS = ("--devices", "--num_nodes", "--node_rank")
+_FLAGS = _INT_FLAGS + ("--master_addr",)
+
+
 def _usage(message):
-    sys.stderr.write("lightning_script: %s\nusage: lightning_script.py --devices N (SCRIPT | -m MODULE) [ARGS...]\n"
-                     % message)
+    sys.stderr.write("lightning_script: %s\nusage: lightning_script.py --devices N [--num_nodes M --node_rank K "
+                     "--master_addr ADDR] (SCRIPT | -m MODULE) [ARGS...]\n" % message)
     sys.exit(2)
 
 
 def _parse(argv):
-    if len(argv) < 2 or argv[0] != "--devices":
-        _usage("--devices N is required")
-    try:
-        devices = int(argv[1])
-    except ValueError:
-        _usage("--devices %r: expected a whole number" % argv[1])
-    if devices < 1:
+    """The runner's flags (--flag VALUE or --flag=VALUE), then the trainer."""
+    opts, i = {}, 0
+    while i < len(argv) and argv[i].startswith("--"):
+        flag, eq, value = argv[i].partition("=")
+        if flag not in _FLAGS or (not eq and i + 1 >= len(argv)):
+            _usage("unknown option or missing value: %s" % argv[i])
+        if not eq:
+            value = argv[i + 1]
+            i += 1
+        i += 1
+        if flag in _INT_FLAGS:
+            try:
+                value = int(value)
+            except ValueError:
+                _usage("%s %r: expected a whole number" % (flag, value))
+        opts[flag[2:]] = value
+    if opts.get("devices", 0) < 1:
         _usage("--devices N (N >= 1) is required")
-    module, target, args = split_trainer(argv[2:], _usage)
-    return devices, module, target, args
+    nodes, node = opts.get("num_nodes", 1), opts.get("node_rank", 0)
+    if nodes < 1 or not 0 <= node < nodes:
+        _usage("--node_rank %d of --num_nodes %d: expected 0 <= K < M" % (node, nodes))
+    module, target, args = split_trainer(argv[i:], _usage)
+    return opts, module, target, args
 
 
 def script_strategy():
@@ -92,12 +114,17 @@ def run_script(_fabric, module, target, args):
 
 
 def main():
-    devices, module, target, args = _parse(sys.argv[1:])
+    opts, module, target, args = _parse(sys.argv[1:])
     if not module and not os.path.isfile(target):
         _usage("no such trainer script: %s" % target)
+    if "node_rank" in opts:
+        os.environ["NODE_RANK"] = str(opts["node_rank"])
+    if "master_addr" in opts:
+        os.environ["MASTER_ADDR"] = opts["master_addr"]
     import lightning as L
 
-    fabric = L.Fabric(accelerator="cpu", devices=devices, strategy=script_strategy())
+    fabric = L.Fabric(accelerator="cpu", devices=opts["devices"], num_nodes=opts.get("num_nodes", 1),
+                      strategy=script_strategy())
     fabric.launch(run_script, module, target if module else os.path.abspath(target), args)
 
 
