@@ -81,11 +81,7 @@ std::string notListedReason(const scenario::Scenario& s, const std::vector<std::
   const LauncherTraits* here = launcherTraits(name.launcher);
   const LauncherTraits* only = launchers.size() == 1 ? launcherTraits(launchers[0]) : nullptr;
   if (only && only->framework) return "its trainer is written for " + launchers[0] + "'s own API";
-  const bool all_span = std::all_of(launchers.begin(), launchers.end(), [](const std::string& l) {
-    const LauncherTraits* t = launcherTraits(l);
-    return t && t->nodes != NodeSpan::kOne;
-  });
-  if (all_span && here && here->nodes == NodeSpan::kOne) return "a scenario of several nodes, on a one-node stack";
+  if (s.stack.nodes > 1 && here && here->nodes == NodeSpan::kOne) return "a scenario of several nodes, on a one-node stack";
   std::string list;
   for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
   return "scenario '" + s.name + "' applies to the stacks " + list + ", not " + stack;

@@ -154,6 +154,11 @@ TEST(StackPlan, AccelerateAndDeepSpeedRunAnyTrainerLightningAndRaySayWhyNot) {
                            "world_size = 4");
   EXPECT_EQ(planStack(nodes, "builtin@2.13", tools, "/out", 1, "/sc").unsupported,
             "a scenario of several nodes, on a one-node stack");
+  // A scenario of one node that lists only stacks which could span nodes is
+  // still one node's: its reason is the list.
+  const auto torchrun_only = parse("launcher = \"torchrun\"\nstacks = [\"torchrun\"]\nworld_size = 2");
+  EXPECT_EQ(planStack(torchrun_only, "builtin@2.13", tools, "/out", 1, "/sc").unsupported,
+            "scenario 'x' applies to the stacks torchrun, not builtin@2.13");
 }
 
 TEST(StackPlan, ARendezvousBackendConcernsOnlyTheStacksThatRunTorchsAgent) {
