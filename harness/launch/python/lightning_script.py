@@ -27,11 +27,10 @@ launcher does about it, are the stack's.
 import os
 import sys
 
-from run_trainer import run_as_main, split_trainer
+from run_trainer import check_node_place, parse_flags, run_as_main, split_trainer
 
 
 _INT_FLAGS = ("--devices", "--num_nodes", "--node_rank")
-_FLAGS = _INT_FLAGS + ("--master_addr",)
 
 
 def _usage(message):
@@ -41,27 +40,11 @@ def _usage(message):
 
 
 def _parse(argv):
-    """The runner's flags (--flag VALUE or --flag=VALUE), then the trainer."""
-    opts, i = {}, 0
-    while i < len(argv) and argv[i].startswith("--"):
-        flag, eq, value = argv[i].partition("=")
-        if flag not in _FLAGS or (not eq and i + 1 >= len(argv)):
-            _usage("unknown option or missing value: %s" % argv[i])
-        if not eq:
-            value = argv[i + 1]
-            i += 1
-        i += 1
-        if flag in _INT_FLAGS:
-            try:
-                value = int(value)
-            except ValueError:
-                _usage("%s %r: expected a whole number" % (flag, value))
-        opts[flag[2:]] = value
+    """The runner's flags, then the trainer."""
+    opts, i = parse_flags(argv, _INT_FLAGS, ("--master_addr",), _usage)
     if opts.get("devices", 0) < 1:
         _usage("--devices N (N >= 1) is required")
-    nodes, node = opts.get("num_nodes", 1), opts.get("node_rank", 0)
-    if nodes < 1 or not 0 <= node < nodes:
-        _usage("--node_rank %d of --num_nodes %d: expected 0 <= K < M" % (node, nodes))
+    check_node_place(opts.get("num_nodes", 1), opts.get("node_rank", 0), "--num_nodes", _usage)
     module, target, args = split_trainer(argv[i:], _usage)
     return opts, module, target, args
 
