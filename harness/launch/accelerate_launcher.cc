@@ -57,10 +57,6 @@ class AccelerateLauncher final : public ObservedLauncher {
     // running num_processes / num_machines of them.
     auto shape = nodeShape(in.scenario->stack);
     if (!shape) return tl::unexpected(shape.error());
-    if (!shape->node_procs.empty()) {
-      return tl::unexpected(Unsupported{"accelerate launch runs num_processes / num_machines processes on every machine; "
-                                        "this scenario's nodes differ"});
-    }
     if (shape->nodes > 1 && in.scenario->stack.rendezvous == "c10d") {
       return tl::unexpected(Unsupported{"rendezvous c10d across machines: accelerate's agents would meet at "
                                         "--main_process_ip, which faultline does not set up for it"});

@@ -85,11 +85,7 @@ class DeepSpeedLauncher final : public ObservedLauncher {
     // DeepSpeed's users run it where ssh between nodes is not allowed.
     auto shape = nodeShape(in.scenario->stack);
     if (!shape) return tl::unexpected(shape.error());
-    if (!shape->node_procs.empty()) {
-      return tl::unexpected(Unsupported{"deepspeed runs --num_gpus processes on every node; this scenario's nodes differ"});
-    }
-    const int per_node = in.scenario->stack.world_size / shape->nodes;
-    PlannedStart p{launchFlags(*in.torch, per_node, in.master_port), 1, {}};
+    PlannedStart p{launchFlags(*in.torch, shape->per_node, in.master_port), 1, {}};
     if (shape->nodes > 1) {
       p.command.insert(p.command.begin() + 1, {"--num_nodes=" + std::to_string(shape->nodes), "--hostfile",
                                                hostfilePath(in.out_dir), "--no_ssh"});

@@ -42,10 +42,7 @@ class LightningLauncher final : public ObservedLauncher {
     // Fabric(num_nodes=M) runs on a cluster.
     auto shape = nodeShape(in.scenario->stack);
     if (!shape) return tl::unexpected(shape.error());
-    if (!shape->node_procs.empty()) {
-      return tl::unexpected(Unsupported{"Lightning runs `devices` processes on every node; this scenario's nodes differ"});
-    }
-    std::vector<std::string> devices = {"--devices", std::to_string(in.scenario->stack.world_size / shape->nodes)};
+    std::vector<std::string> devices = {"--devices", std::to_string(shape->per_node)};
     PlannedStart p{in.trainer, 1, {}};
     if (hasOwnTrainer(in, name())) {
       if (shape->nodes > 1) {

@@ -134,6 +134,7 @@ tl::expected<NodeShape, Unsupported> nodeShape(const scenario::Stack& stack) {
   const std::vector<int> per_node = ranksPerNode(stack.world_size, nodes);
   NodeShape shape;
   shape.nodes = nodes;
+  shape.per_node = per_node.front();
   if (nodes > 1) shape.flags.push_back("--nnodes=" + std::to_string(nodes));
   shape.flags.push_back("--nproc_per_node=" + std::to_string(per_node.front()));
   if (per_node.front() != per_node.back()) shape.node_procs = per_node;

@@ -47,6 +47,10 @@ class ObservedLauncher : public Launcher {
 // runner takes too. start() gives node K its place before --nnodes=N.
 struct NodeShape {
   int nodes = 1;
+  // The first node's ranks: every node's in a scenario of several nodes (its
+  // file must have world_size = nodes x ranks per node); only a scenario of
+  // one node spread over two (kSpreads) has nodes that differ (node_procs).
+  int per_node = 1;
   std::vector<std::string> flags;
   std::vector<int> node_procs;
 };

@@ -37,11 +37,7 @@ class SpawnLauncher final : public ObservedLauncher {
     }
     auto shape = nodeShape(in.scenario->stack);
     if (!shape) return tl::unexpected(shape.error());
-    if (!shape->node_procs.empty()) {
-      return tl::unexpected(Unsupported{"a spawn program runs the same processes on every node; this scenario's nodes differ"});
-    }
-    const int per_node = in.scenario->stack.world_size / shape->nodes;
-    std::vector<std::string> flags = {"--nprocs", std::to_string(per_node), "--port", std::to_string(in.master_port)};
+    std::vector<std::string> flags = {"--nprocs", std::to_string(shape->per_node), "--port", std::to_string(in.master_port)};
     if (shape->nodes > 1) flags.push_back("--nnodes=" + std::to_string(shape->nodes));
     auto cmd = scriptRunnerCommand(in, "spawn_runner.py", flags, name());
     if (!cmd) return tl::unexpected(cmd.error());
