@@ -30,12 +30,30 @@ def fault_rank(default=1):
     return int(os.environ.get("FAULT_RANK", str(default)))
 
 
+# How long the ranks may take to meet at init_process_group, whatever the
+# collectives' timeout. A launcher that starts its ranks one after another
+# has them join seconds apart: Lightning's script is rank 0, imports
+# everything, then starts ranks 1..N-1, which import it all again while rank
+# 0 already waits in the rendezvous (3 s on an idle 2-core machine, over 6 s
+# under load). init_process_group's timeout bounds that wait too, so a
+# 5-s collective timeout failed the rendezvous instead of the collective.
+RENDEZVOUS_TIMEOUT_S = 30
+
+
 def setup(rank=None, world_size=None, timeout_s=10):
-    """init_process_group over Gloo with a short timeout, so hangs end in seconds."""
+    """init_process_group over Gloo; its collectives time out after
+    `timeout_s`, so hangs end in seconds. The ranks meet with at least
+    RENDEZVOUS_TIMEOUT_S where torch can set the group's timeout after it
+    is made (2.x: _set_pg_timeout); torch 1.13 cannot, and its launchers
+    here start every rank at once."""
     if rank is None:
         rank = int(os.environ["RANK"])
         world_size = int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=timeout_s))
+    set_timeout = getattr(dist.distributed_c10d, "_set_pg_timeout", None)
+    join_s = max(timeout_s, RENDEZVOUS_TIMEOUT_S) if set_timeout else timeout_s
+    dist.init_process_group("gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=join_s))
+    if join_s != timeout_s:
+        set_timeout(timedelta(seconds=timeout_s))
     return rank, world_size
 
 
