@@ -13,7 +13,6 @@ run's output directory), else a fresh temporary directory.
 """
 import os
 import tempfile
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -21,6 +20,7 @@ import torch.nn as nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
+import ddp_common as ddp  # its init_process_group (a rendezvous that late ranks still make)
 import gloo_exit  # torch 2.x's abort at exit; before any backward(), whose state it tracks
 
 STEPS = int(os.environ.get("STEPS", "8"))
@@ -50,7 +50,7 @@ def save_checkpoint(path, state):
 def main():
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=10))
+    ddp.setup(rank, world)
     torch.manual_seed(0)
     model = DDP(nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
