@@ -110,12 +110,16 @@ void applyDiagnosis(Report& report, const diagnose::Diagnosis& d) {
     instruments["ranks"] = diagnose::instrumentsJson(d.instruments);
   }
   for (const auto& [r, text] : d.stack_dumps) report.extra["stack_dumps"][std::to_string(r)] = text;
-  // What the launcher blamed, and whether that was the root cause's rank.
-  if (d.launcher_blamed_rank) {
-    report.extra["launcher_root_cause_rank"] = *d.launcher_blamed_rank;
-    report.launcher.blamed_rank = d.launcher_blamed_rank;
+  // What the launcher blamed, and whether that was the root cause's rank
+  // alone: a launcher naming several ranks together singled out none.
+  if (!d.launcher_blamed_ranks.empty()) {
+    report.launcher.blamed_ranks = d.launcher_blamed_ranks;
+    if (d.launcher_blamed_ranks.size() == 1) {
+      report.extra["launcher_root_cause_rank"] = d.launcher_blamed_ranks.front();
+      report.launcher.blamed_rank = d.launcher_blamed_ranks.front();
+    }
     if (report.root_cause && report.root_cause->rank) {
-      report.launcher.blamed_correctly = *report.root_cause->rank == *d.launcher_blamed_rank;
+      report.launcher.blamed_correctly = d.launcher_blamed_ranks == std::vector<int>{*report.root_cause->rank};
     }
   }
   // An entry the supervisor's timeline already has (same rank, same words) is not added twice.

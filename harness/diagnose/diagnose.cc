@@ -38,7 +38,11 @@ Result<Diagnosis> diagnoseRun(const std::string& run_dir) {
     }
     // What the launcher itself blamed (torchrun's "Root Cause" block), kept
     // as data so a catalog can say whether the stack named the right rank.
-    if (in.launcher) d.launcher_blamed_rank = in.launcher->claimed_root_rank;
+    if (in.launcher && in.launcher->claimed_root_rank) {
+      d.launcher_blamed_ranks = {*in.launcher->claimed_root_rank};
+    } else if (in.launcher) {
+      d.launcher_blamed_ranks = in.launcher->claimed_root_ranks;
+    }
     // A launcher that restarts: each attempt, and whether the job came back.
     d.attempts = attemptsOf(in);
     d.recovery = judgeRecovery(in, d.attempts);

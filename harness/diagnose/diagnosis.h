@@ -39,7 +39,9 @@ struct Diagnosis {
   std::vector<UncheckedFinding> unchecked;      // finding kinds that could not be looked for
   std::map<int, RankInstruments> instruments;   // ranks that wrote `instrument` events
   std::map<int, std::string> stack_dumps;       // rank -> the last 64 KiB of ranks/R/stacks.txt
-  std::optional<int> launcher_blamed_rank;      // torchrun's "Root Cause" block, when it named one
+  // The ranks the launcher's own account named as its first failure: one
+  // (torchrun's "Root Cause" block), or several together (srun's "tasks 2-3:").
+  std::vector<int> launcher_blamed_ranks;
   std::vector<AttemptReport> attempts;          // a launcher that restarts: every attempt (recovery.h)
   std::optional<Recovery> recovery;             // where restarts were allowed or happened
 };

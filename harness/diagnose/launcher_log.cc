@@ -7,6 +7,10 @@
 namespace faultline::diagnose {
 namespace {
 
+// Whether the launcher's account already named its first failure: one rank,
+// or several together. The first account a launcher gives is its claim.
+bool claimed(const LauncherLog& log) { return log.claimed_root_rank || !log.claimed_root_ranks.empty(); }
+
 std::optional<int> leadingInt(std::string_view s) {
   s = trim(s);
   bool neg = false;
@@ -40,7 +44,7 @@ void readDeepSpeedLine(std::string_view t, LauncherLog& log) {
   }
   if (contains(t, "] exits with return code = ") && contains(t, "sigkill_handler")) {
     log.failed_rank_return_code = intAfter(t, "] exits with return code = ");
-    if (auto blamed = intAfter(t, "'--local_rank="); blamed && !log.claimed_root_rank) log.claimed_root_rank = blamed;
+    if (auto blamed = intAfter(t, "'--local_rank="); blamed && !claimed(log)) log.claimed_root_rank = blamed;
   }
 }
 
@@ -101,17 +105,45 @@ bool isLauncherTraceback(const PyTraceback& tb) {
   return false;
 }
 
-std::optional<int> srunFailedTask(std::string_view line) {
+std::vector<int> srunFailedTasks(std::string_view line) {
   constexpr std::string_view kPrefix = "srun: error: ";
-  if (!startsWith(line, kPrefix)) return std::nullopt;
-  const size_t task = line.find(": task ", kPrefix.size());
-  if (task == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(task + 7);
-  int n = 0;
+  if (!startsWith(line, kPrefix)) return {};
+  size_t at = line.find(": task ", kPrefix.size());
+  size_t skip = 7;
+  if (at == std::string_view::npos) {
+    at = line.find(": tasks ", kPrefix.size());
+    skip = 8;
+  }
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = line.substr(at + skip);
+  // "2", "2-3", "0,2-3", up to the ':' that ends the list.
+  std::vector<int> tasks;
   size_t i = 0;
-  while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9') n = n * 10 + (rest[i++] - '0');
-  if (i == 0 || i >= rest.size() || rest[i] != ':') return std::nullopt;
-  return n;
+  const auto number = [&]() -> std::optional<int> {
+    const size_t from = i;
+    int n = 0;
+    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9' && i - from < 7) n = n * 10 + (rest[i++] - '0');
+    if (i == from) return std::nullopt;
+    return n;
+  };
+  while (true) {
+    const auto first = number();
+    if (!first) return {};
+    int last = *first;
+    if (i < rest.size() && rest[i] == '-') {
+      ++i;
+      const auto end = number();
+      if (!end || *end < *first || *end - *first > 100000) return {};
+      last = *end;
+    }
+    for (int t = *first; t <= last; ++t) tasks.push_back(t);
+    if (i < rest.size() && rest[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < rest.size() && rest[i] == ':') return tasks;
+    return {};
+  }
 }
 
 LauncherLog parseLauncherLog(std::string_view text) {
@@ -151,7 +183,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
     if (cur && startsWith(t, "rank ")) {
       if (auto lr = intAfter(t, "local_rank: ")) cur->local_rank = lr;
       if (auto r = intAfter(t, ": ")) cur->rank = *r;
-      if (cur->root_cause_block && !log.claimed_root_rank) log.claimed_root_rank = cur->rank;
+      if (cur->root_cause_block && !claimed(log)) log.claimed_root_rank = cur->rank;
       continue;
     }
     if (cur && startsWith(t, "traceback ")) {
@@ -202,9 +234,18 @@ LauncherLog parseLauncherLog(std::string_view text) {
     if (startsWith(t, "=====")) cur = nullptr;
     // srun's own account, first failure first: "srun: error: n2: task 2:
     // Exited with exit code 1", then the tasks it ended ("tasks 0-1: ...").
-    if (auto task = srunFailedTask(t)) {
-      log.srun_failed_tasks.push_back(*task);
-      if (log.srun_failed_tasks.size() == 1 && !log.claimed_root_rank) log.claimed_root_rank = *task;
+    // Tasks of one node that ended at once share a line ("tasks 2-3:"): a
+    // first line of several names them all and singles out none.
+    if (const auto tasks = srunFailedTasks(t); !tasks.empty()) {
+      const bool first = log.srun_failed_tasks.empty();
+      log.srun_failed_tasks.insert(log.srun_failed_tasks.end(), tasks.begin(), tasks.end());
+      if (first && !claimed(log)) {
+        if (tasks.size() == 1) {
+          log.claimed_root_rank = tasks.front();
+        } else {
+          log.claimed_root_ranks = tasks;
+        }
+      }
     }
     // Lightning's child-process observer (subprocess_script.py), polling
     // every 5 s: "[rank: 2] Child process with PID 123 terminated with code 1.
@@ -215,7 +256,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto pid = intAfter(t, "Child process with PID ")) pe.pid = *pid;
       pe.exit_code = intAfter(t, " terminated with code ");
       log.failed_pids.push_back(pe);
-      if (auto r = intAfter(t, "[rank: "); r && !log.claimed_root_rank) log.claimed_root_rank = r;
+      if (auto r = intAfter(t, "[rank: "); r && !claimed(log)) log.claimed_root_rank = r;
     }
     readDeepSpeedLine(t, log);
     readRayLine(t, ray_report, log);
@@ -279,10 +320,10 @@ LauncherLog parseLauncherLog(std::string_view text) {
   if (log.wrapper && !log.wrapper->type.empty() && !isLauncherWrapperType(log.wrapper->type)) {
     log.launcher_crashed = true;
   }
-  if (log.ray_failed_ranks.size() == 1 && !log.claimed_root_rank) log.claimed_root_rank = *log.ray_failed_ranks.begin();
+  if (log.ray_failed_ranks.size() == 1 && !claimed(log)) log.claimed_root_rank = *log.ray_failed_ranks.begin();
   // spawn's own report names the process whose failure it re-raised
   // (ProcessRaisedException, ProcessExitedException): its index, the rank.
-  if (log.spawn_rank && !log.claimed_root_rank) log.claimed_root_rank = log.spawn_rank;
+  if (log.spawn_rank && !claimed(log)) log.claimed_root_rank = log.spawn_rank;
   return log;
 }
 

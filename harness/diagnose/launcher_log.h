@@ -40,6 +40,10 @@ struct LauncherLog {
   // What torchrun says (srun: its first failed task; spawn: the process its
   // exception names); never trusted.
   std::optional<int> claimed_root_rank;
+  // Several ranks named together as the first failure (srun's "tasks 2-3:"
+  // line, tasks of one node that ended at once), in order; claimed_root_rank
+  // is then unset: the launcher singled out no rank.
+  std::vector<int> claimed_root_ranks;
   // srun's "srun: error: NODE: task N: Exited with exit code C" / "...: Killed"
   // lines, in order: the first is the task it saw fail first.
   std::vector<int> srun_failed_tasks;
@@ -98,9 +102,11 @@ void readLauncherStdout(std::string_view text, LauncherLog& log);
 bool launcherSignalEnded(const LauncherLog& log, int pid, bool exit_known, std::optional<int> exit_code,
                          const std::optional<std::string>& signal);
 
-// The task (= rank) of one of srun's own failure lines ("srun: error: n2: task 2:
-// Exited with exit code 1"); nullopt for any other line (a "tasks 0-1:" range too).
-std::optional<int> srunFailedTask(std::string_view line);
+// The tasks (= ranks) one of srun's own failure lines names: "srun: error: n2:
+// task 2: Exited with exit code 1", or tasks that ended together in one line,
+// "srun: error: n2: tasks 2-3: Exited with exit code 1" ("tasks 0,2-3"). Empty
+// for any other line.
+std::vector<int> srunFailedTasks(std::string_view line);
 
 // True for the exception types launchers raise about a failed child.
 bool isLauncherWrapperType(std::string_view type);

@@ -433,7 +433,8 @@ json toJson(const Report& r) {
   out["launcher"] = {{"exit_code", opt(r.launcher.exit_code)},
                      {"signal", opt(r.launcher.signal)},
                      {"blamed_rank", opt(r.launcher.blamed_rank)},
-                     {"blamed_correctly", opt(r.launcher.blamed_correctly)}};
+                     {"blamed_correctly", opt(r.launcher.blamed_correctly)},
+                     {"blamed_ranks", r.launcher.blamed_ranks.empty() ? json(nullptr) : json(r.launcher.blamed_ranks)}};
   out["root_cause"] = r.root_cause ? toJson(*r.root_cause) : json(nullptr);
   out["ranks"] = ranks;
   if (!nodes.empty()) out["nodes"] = nodes;
@@ -569,6 +570,7 @@ Result<Report> reportFromJson(const json& j) {
     lr.getOpt("signal", r.launcher.signal);
     lr.getOpt("blamed_rank", r.launcher.blamed_rank);
     lr.getOpt("blamed_correctly", r.launcher.blamed_correctly);
+    if (const json* b = lr.field("blamed_ranks", false); b && !b->is_null()) lr.get("blamed_ranks", r.launcher.blamed_ranks);
     top.adopt(lr.error());
   }
   if (const json* rc = top.field("root_cause", false)) r.root_cause = readRootCause(*rc, top);

@@ -66,6 +66,10 @@ struct LauncherInfo {
   // or faultline names no root-cause rank.
   std::optional<int> blamed_rank;
   std::optional<bool> blamed_correctly;
+  // Every rank the launcher's first failure account named: [blamed_rank], or
+  // several together (srun's "tasks 2-3:"; blamed_rank is then null and
+  // blamed_correctly false: it singled out none). Empty: it named none.
+  std::vector<int> blamed_ranks;
 };
 
 struct Location {

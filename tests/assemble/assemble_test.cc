@@ -144,14 +144,25 @@ TEST(AssembleReport, WhatTheLauncherBlamedAndWhetherItWasRight) {
   v.diagnosis->root_cause = rc;
   EXPECT_FALSE(assembleReport(v, {}).launcher.blamed_rank);  // blamed none: null
   EXPECT_FALSE(assembleReport(v, {}).launcher.blamed_correctly);
-  v.diagnosis->launcher_blamed_rank = 0;
+  EXPECT_TRUE(toJson(assembleReport(v, {}))["launcher"]["blamed_ranks"].is_null());
+  v.diagnosis->launcher_blamed_ranks = {0};
   Report r = assembleReport(v, {});
   EXPECT_EQ(r.launcher.blamed_rank, 0);
   EXPECT_EQ(r.launcher.blamed_correctly, false);
   EXPECT_EQ(r.extra["launcher_root_cause_rank"], 0);
   EXPECT_EQ(toJson(r)["launcher"]["blamed_correctly"], false);
-  v.diagnosis->launcher_blamed_rank = 1;
+  EXPECT_EQ(toJson(r)["launcher"]["blamed_ranks"], nlohmann::json::array({0}));
+  v.diagnosis->launcher_blamed_ranks = {1};
   EXPECT_EQ(assembleReport(v, {}).launcher.blamed_correctly, true);
+  // srun's "tasks 1-2:": both named together, the root cause's among them,
+  // yet none singled out: no blamed_rank, and not right.
+  v.diagnosis->launcher_blamed_ranks = {1, 2};
+  r = assembleReport(v, {});
+  EXPECT_FALSE(r.launcher.blamed_rank);
+  EXPECT_FALSE(r.extra.contains("launcher_root_cause_rank"));
+  EXPECT_EQ(r.launcher.blamed_correctly, false);
+  EXPECT_EQ(r.launcher.blamed_ranks, (std::vector<int>{1, 2}));
+  EXPECT_EQ(reportFromJson(toJson(r))->launcher.blamed_ranks, (std::vector<int>{1, 2}));
   v.diagnosis->root_cause->rank.reset();  // faultline names no rank: null
   EXPECT_FALSE(assembleReport(v, {}).launcher.blamed_correctly);
 }

@@ -33,6 +33,41 @@ TEST(LauncherLog, TorchrunChildFailedErrorBlock) {
   EXPECT_TRUE(log.unattributed.empty());
 }
 
+TEST(LauncherLog, SrunBlamesTheTaskOfItsFirstLine) {
+  // Real srun (Slurm 22.05, --kill-on-bad-exit): the first failed task, then
+  // the tasks it ended, grouped per node.
+  LauncherLog log = parseLauncherLog(
+      "srun: error: n2: task 2: Exited with exit code 1\n"
+      "srun: error: n1: tasks 0-1: Killed\n"
+      "srun: error: n2: task 3: Killed\n");
+  ASSERT_TRUE(log.claimed_root_rank);
+  EXPECT_EQ(*log.claimed_root_rank, 2);
+  EXPECT_TRUE(log.claimed_root_ranks.empty());
+  EXPECT_EQ(log.srun_failed_tasks, (std::vector<int>{2, 0, 1, 3}));
+}
+
+TEST(LauncherLog, SrunFirstLineOfSeveralTasksSinglesOutNone) {
+  // multinode-rank2-exception on slurm@1.13 (catalog of f0bc759): rank 2
+  // raised, rank 3 of the same node failed in its next collective, and srun
+  // reported both in one line, its first.
+  LauncherLog log = parseLauncherLog(
+      "srun: error: n2: tasks 2-3: Exited with exit code 1\n"
+      "srun: error: n1: task 0: Killed\n");
+  EXPECT_FALSE(log.claimed_root_rank);
+  EXPECT_EQ(log.claimed_root_ranks, (std::vector<int>{2, 3}));
+  EXPECT_EQ(log.srun_failed_tasks, (std::vector<int>{2, 3, 0}));
+}
+
+TEST(LauncherLog, SrunTaskListsAndLinesThatAreNotOne) {
+  EXPECT_EQ(srunFailedTasks("srun: error: n1: task 12: Exited with exit code 3"), (std::vector<int>{12}));
+  EXPECT_EQ(srunFailedTasks("srun: error: n1: tasks 0,2-4: Killed"), (std::vector<int>{0, 2, 3, 4}));
+  EXPECT_TRUE(srunFailedTasks("srun: error: n1: tasks 3-1: Killed").empty());
+  EXPECT_TRUE(srunFailedTasks("srun: error: n1: tasks 0-: Killed").empty());
+  EXPECT_TRUE(srunFailedTasks("srun: error: n1: task two: Killed").empty());
+  EXPECT_TRUE(srunFailedTasks("srun: error: Timed out waiting for job step to complete").empty());
+  EXPECT_TRUE(srunFailedTasks("[2] srun: error: n1: task 2: Killed").empty());
+}
+
 TEST(LauncherLog, LightningChildProcessObserverBlamesTheChild) {
   // Lightning 2.6's observer in rank 0, 5 s after rank 1 exited with code 3
   // (real output; it then SIGKILLed rank 0 itself).
