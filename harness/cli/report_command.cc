@@ -5,6 +5,7 @@
 #include <fstream>
 #include <ostream>
 
+#include "harness/assemble/assemble.h"
 #include "harness/model/report.h"
 #include "harness/model/run_layout.h"
 #include "reports/render.h"
@@ -80,9 +81,11 @@ Result<reports::Suite> loadSuite(const std::string& dir) {
                   path);
     }
     ++index;
+    // A run directory without a readable report is that cell in error,
+    // naming its log; the rest of the suite still renders.
     auto r = readReport(RunLayout(dir + "/" + entry.run_dir).reportPath());
-    if (!r) return tl::unexpected(r.error());
-    entry.report = std::move(*r);
+    entry.report = r ? std::move(*r)
+                     : assemble::missingRunReport(ScenarioRef{entry.name, ""}, r.error(), dir + "/" + entry.run_dir + ".log");
     suite.entries.push_back(std::move(entry));
   }
   return suite;

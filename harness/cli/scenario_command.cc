@@ -430,7 +430,13 @@ int suiteCommand(const SuiteOptions& o, std::ostream& out, std::ostream& err) {
     if (r) {
       entry.report = std::move(*r);
     } else {
+      // Its run left no report (its scenario file edited under the suite and
+      // no longer parsed, its process killed): the run directory gets the
+      // error the suite records, so what reads it back (a catalog, `faultline
+      // report`) finds the same cell.
       entry.report = assemble::missingRunReport(ScenarioRef{s.name, s.file}, r.error(), dirs[i] + ".log");
+      entry.report.stack.launcher = o.run.stack;
+      if (launch::makeDirs(dirs[i])) finish(entry.report, dirs[i], err);
     }
     entry.stack = entry.report.stack.launcher.empty() ? o.run.stack : entry.report.stack.launcher;
     ++done;

@@ -304,6 +304,52 @@ TEST_F(ScenarioCli, CatalogKeepRunsOnlyTheCellsNotRunYet) {
   EXPECT_NE(text.find("| added |"), std::string::npos);
 }
 
+// A cell whose run leaves no report (here its run directory is a file, so
+// it can write nothing; a scenario file edited under a catalog so that it no
+// longer parses did the same) is that cell in error, naming its log: the
+// stack's suite report lists it, and the catalog and the matrix are still
+// written. A catalog of about a hundred minutes once ended on "report.json:
+// cannot open" and wrote nothing.
+TEST_F(ScenarioCli, ACellThatLeftNoReportIsAnErrorAndTheCatalogIsWritten) {
+  const fs::path scenarios = dir_ / "scenarios";
+  fs::create_directories(scenarios);
+  for (const char* name : {"fine", "lost"}) {
+    std::ofstream(scenarios / (std::string(name) + ".toml"))
+        << "name = \"" << name << "\"\ndescription = \"d\"\ntags = [\"t\"]\n[stack]\n"
+        << "trainer = \"command\"\ncommand = [\"" FL_HOSTILE "\", \"*=ok\"]\n"
+        << "stacks = [\"builtin\"]\nworld_size = 2\n[expect]\n\"root_cause\" = { null = true }\n";
+  }
+  const fs::path md = dir_ / "modes.md", out = dir_ / "out";
+  const std::string args = "suite " + scenarios.string() + " --catalog " + md.string() + " -j 2 -o " + out.string();
+  // Which builtin columns this machine has: the run directories a first
+  // catalog makes. Then "lost"'s directory on each becomes a file.
+  ASSERT_EQ(faultline(args, dir_ / "log1").status, 0) << readFile(dir_ / "log1");
+  std::vector<fs::path> blocked;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string stack = e.path().filename().string();
+    if (!e.is_directory() || stack.rfind("builtin@", 0) != 0) continue;
+    const fs::path run = e.path() / ("lost--" + stack);
+    ASSERT_TRUE(fs::is_directory(run)) << run;
+    fs::remove_all(run);
+    std::ofstream(run) << "not a directory\n";
+    blocked.push_back(run);
+  }
+  ASSERT_FALSE(blocked.empty());
+  fs::remove(md);
+  auto r = faultline(args, dir_ / "log2");
+  EXPECT_EQ(r.status, 3) << r.out;  // an error verdict
+  const std::string text = readFile(md);
+  ASSERT_FALSE(text.empty()) << r.out;
+  EXPECT_NE(text.find("| fine |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| lost |"), std::string::npos) << text;
+  EXPECT_TRUE(fs::exists(out / "index.html"));
+  for (const fs::path& run : blocked) {
+    auto suite = nlohmann::json::parse(readFile(run.parent_path() / "report.json"));
+    EXPECT_EQ(suite["counts"]["pass"], 1) << suite.dump();
+    EXPECT_EQ(suite["counts"]["error"], 1) << suite.dump();
+  }
+}
+
 TEST_F(ScenarioCli, SuiteIntoAClosedPipeKeepsItsStatusAndReports) {
   hostileScenario("one", "\"root_cause.rank\" = 1\n");
   hostileScenario("two", "\"root_cause.rank\" = 2\n");  // wrong: rank 1 fails
