@@ -23,6 +23,23 @@ void addLocationFromStacks(Evidence& e, const RankInput& r, const LibraryPaths& 
   }
 }
 
+// A fatal signal says nothing of where the rank's Python code was: the
+// shim's faulthandler dump at that moment (crash_stacks.txt) does, in the
+// thread that took the signal. A signal taken by a thread without Python
+// (a native one) has no such thread: no place is made up from another.
+void addCrashLocation(Evidence& e, const RankInput& r, const LibraryPaths& lib) {
+  if (e.kind != Kind::kSignal || e.location || e.signal_handled) return;
+  for (const StackThread& t : r.crash_stacks) {
+    if (!t.current) continue;
+    const std::vector<StackThread> taker{t};  // must outlive f
+    if (const PyFrame* f = userFrame(taker, lib)) {
+      e.location = Location{f->file, f->line};
+      e.source_line = f->source;
+    }
+    return;
+  }
+}
+
 // The fields every collective verdict (mismatch or hang) puts in a root cause.
 RootCause rootFromCollective(const CollectiveVerdict& v) {
   RootCause c;
@@ -75,7 +92,8 @@ bool stackInDistributed(const RankInput& r) {
 
 RootCause rootFromEvidence(const RunInput& in, const RankState& st) {
   RootCause rc;
-  const Evidence& e = st.evidence;
+  Evidence e = st.evidence;
+  if (st.in) addCrashLocation(e, *st.in, in.library);
   rc.kind = e.kind;
   rc.rank = st.in ? std::optional<int>(st.in->rank) : std::nullopt;
   if (!e.type.empty() && e.kind != Kind::kSignal && e.kind != Kind::kExitCode && e.type != "symbol lookup error") {

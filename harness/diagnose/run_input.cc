@@ -103,6 +103,17 @@ void addStacks(std::vector<StackThread>& to, const fs::path& p) {
   for (StackThread& t : parseStackDump(*text)) to.push_back(std::move(t));
 }
 
+// The last crash's dump of crash_stacks.txt: each starts "Fatal Python
+// error: ..." (a restarted rank appends its own).
+void addCrashStacks(std::vector<StackThread>& to, const fs::path& p) {
+  auto text = readTail(p.string());
+  if (!text || text->empty()) return;
+  const size_t last = text->rfind("Fatal Python error: ");
+  for (StackThread& t : parseStackDump(std::string_view(*text).substr(last == std::string::npos ? 0 : last))) {
+    to.push_back(std::move(t));
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -508,6 +519,7 @@ void readRankDirs(RunInput& in, const RunLayout& layout) {
       addErrorFile(ri, layout.rankErrorFile(*r));
       addStacks(ri.stacks, layout.rankStacks(*r));
       addStacks(ri.native_stacks, layout.rankNativeStacks(*r));
+      addCrashStacks(ri.crash_stacks, layout.rankCrashStacks(*r));
       ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
       splitEventsByAttempt(in, *r);

@@ -29,6 +29,9 @@ class RunLayout {
   // The native threads of a Python rank stuck on its way out (eu-stack or
   // gdb), beside the shim's Python dump in stacks.txt.
   std::string rankNativeStacks(int rank) const { return rankDir(rank) + "/native_stacks.txt"; }
+  // A Python rank's threads at a fatal signal (the shim's faulthandler: the
+  // thread that took it is its "Current thread"), one dump per crash.
+  std::string rankCrashStacks(int rank) const { return rankDir(rank) + "/crash_stacks.txt"; }
   std::string launcherDir() const { return out_ + "/launcher"; }
   std::string launcherStdout() const { return launcherDir() + "/stdout"; }
   std::string launcherStderr() const { return launcherDir() + "/stderr"; }

@@ -401,7 +401,7 @@ TEST_F(Blackbox, ShimDoesNotImportTorchIntoAProgramThatDoesNot) {
     }
     EXPECT_EQ(events[i]["ev"], "file_open") << events[i].dump();
   }
-  EXPECT_EQ(patches, (std::set<std::string>{"errors.excepthook", "stacks.sigusr1", "flight_recorder.pipe"}));
+  EXPECT_EQ(patches, (std::set<std::string>{"errors.excepthook", "stacks.sigusr1", "stacks.fatal_signal", "flight_recorder.pipe"}));
 }
 
 TEST_F(Blackbox, InstrumentsCanBeTurnedOff) {

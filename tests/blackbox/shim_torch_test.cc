@@ -37,7 +37,7 @@ using testing::TempDir;
 
 // Every patch the shim makes in a rank of a DDP trainer (docs/BLACKBOX.md).
 const std::set<std::string> kPatches = {
-    "stacks.sigusr1", "errors.excepthook", "flight_recorder.pipe", "dist.all_reduce", "dist.all_reduce_coalesced", "dist.broadcast",
+    "stacks.sigusr1", "stacks.fatal_signal", "errors.excepthook", "flight_recorder.pipe", "dist.all_reduce", "dist.all_reduce_coalesced", "dist.broadcast",
     "dist.reduce", "dist.all_gather", "dist.all_gather_into_tensor", "dist._all_gather_base", "dist.gather",
     "dist.scatter", "dist.reduce_scatter", "dist.reduce_scatter_tensor", "dist._reduce_scatter_base",
     "dist.all_to_all", "dist.all_to_all_single", "dist.barrier", "dist.send", "dist.recv",

@@ -489,6 +489,40 @@ TEST(RootCauseRules, EarliestPrimaryByNanosecondsNeverCollateral) {
   EXPECT_FALSE(runRule(earliestPrimary, only));
 }
 
+// A fatal signal's place is the rank's own frame in the thread that took it
+// (the shim's faulthandler dump, crash_stacks.txt), not a library's; where
+// that thread ran no Python (faulthandler marks none current), none.
+TEST(RootCauseRules, AFatalSignalIsPlacedWhereItsThreadWasInTheRanksCode) {
+  const std::string dump =
+      "Fatal Python error: Segmentation fault\n\n"
+      "Thread 0x00007f54954aa6c0 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/threading.py\", line 320 in wait\n"
+      "  File \"/app/prefetch.py\", line 9 in loop\n\n"
+      "Current thread 0x00007f549625d240 (most recent call first):\n"
+      "  File \"/usr/lib/python3.11/ctypes/__init__.py\", line 519 in string_at\n"
+      "  File \"/app/train.py\", line 15 in main\n"
+      "  File \"/app/train.py\", line 18 in <module>\n";
+  RunInput in;
+  addRank(in, 0, 1, std::nullopt, 5'000).errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer"));
+  addRank(in, 1, std::nullopt, std::string("SIGSEGV"), 2'000).crash_stacks = parseStackDump(dump);
+  auto c = runRule(earliestPrimary, in);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->cause.kind, Kind::kSignal);
+  ASSERT_TRUE(c->cause.location);
+  EXPECT_EQ(c->cause.location->file, "/app/train.py");
+  EXPECT_EQ(c->cause.location->line, 15);
+  EXPECT_EQ(c->cause.summary, "rank 1: killed by SIGSEGV (train.py:15)");
+  // Taken by a native thread: faulthandler names no thread current.
+  RunInput native;
+  addRank(native, 1, std::nullopt, std::string("SIGSEGV"), 2'000).crash_stacks =
+      parseStackDump("Fatal Python error: Segmentation fault\n\nThread 0x00007f549625d240 (most recent call first):\n"
+                     "  File \"/app/train.py\", line 15 in main\n");
+  auto n = runRule(earliestPrimary, native);
+  ASSERT_TRUE(n);
+  EXPECT_FALSE(n->cause.location);
+  EXPECT_EQ(n->cause.summary, "rank 1: killed by SIGSEGV");
+}
+
 // Multi-node (docs/MULTINODE.md): ranks 0-1 on n1, 2-3 on n2; times in ns since 0.
 RunInput twoNodes() {
   RunInput in;

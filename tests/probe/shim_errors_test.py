@@ -51,6 +51,47 @@ class LibraryPolicy(unittest.TestCase):
             importlib.reload(_state)
 
 
+CRASHER = """
+import ctypes, sys
+sys.path.insert(0, sys.argv[1])
+import faultline_shim
+faultline_shim._register_crash_dump(sys.argv[2])
+
+def read_record():
+    return ctypes.string_at(0)  # a native crash, as in an extension
+
+read_record()
+"""
+
+
+class CrashDump(unittest.TestCase):
+    """A fatal signal: every thread's Python stack into crash_stacks.txt, the
+    one that took it "Current thread" (docs/CONTRACT.md, the run directory)."""
+
+    def run_crasher(self, env):
+        import subprocess
+        out = tempfile.mkdtemp()
+        shim = os.path.dirname(os.path.dirname(os.path.abspath(_state.__file__)))
+        p = subprocess.run([sys.executable, "-c", CRASHER, shim, out], env=env, capture_output=True, text=True)
+        return p, os.path.join(out, "crash_stacks.txt")
+
+    def test_the_thread_that_took_the_signal_and_its_place(self):
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONFAULTHANDLER"}
+        p, path = self.run_crasher(env)
+        self.assertEqual(p.returncode, -11, p.stderr)  # the signal goes on: the process still dies of it
+        with open(path) as f:
+            dump = f.read()
+        self.assertIn("Fatal Python error: Segmentation fault", dump)
+        current = dump[dump.index("Current thread"):]
+        self.assertIn('File "<string>", line 8 in read_record', current)
+
+    def test_a_faulthandler_the_process_enabled_itself_is_left_be(self):
+        p, path = self.run_crasher(dict(os.environ, PYTHONFAULTHANDLER="1"))
+        self.assertEqual(p.returncode, -11, p.stderr)
+        self.assertFalse(os.path.exists(path))
+        self.assertIn("Fatal Python error: Segmentation fault", p.stderr)
+
+
 class ErrorEvent(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp()

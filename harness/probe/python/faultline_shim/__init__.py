@@ -24,6 +24,7 @@ import os
 from . import _imports, _instrument, _state
 
 _stacks_file = None  # kept open: faulthandler writes to its descriptor
+_crash_file = None  # the same, for a fatal signal's dump
 
 
 def _parse_rank(text):
@@ -118,6 +119,23 @@ def _register_stack_dump(rank_dir):
     faulthandler.register(signal.SIGUSR1, file=_stacks_file, all_threads=True)
 
 
+def _register_crash_dump(rank_dir):
+    """A fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) -> every
+    thread's Python stack, the one that took it marked "Current thread", into
+    ranks/R/crash_stacks.txt: where the rank's code was when an extension
+    crashed, which the signal alone does not say. faulthandler then passes
+    the signal on to the handler before it (the interposer's record, then the
+    process's death). Not where the trainer (or PYTHONFAULTHANDLER) enabled
+    faulthandler already: its dump goes where it asked."""
+    global _crash_file
+    import faulthandler
+
+    if faulthandler.is_enabled():
+        return
+    _crash_file = open(os.path.join(rank_dir, "crash_stacks.txt"), "a")
+    faulthandler.enable(file=_crash_file, all_threads=True)
+
+
 def _patch_torch():
     from . import _data, _ddp, _deepspeed, _dist, _steps
 
@@ -164,6 +182,7 @@ def activate(rank, spawned=False, world_size=None):
     # What was patched before this process was a rank (spawn children).
     _instrument.flush()
     _instrument.attempt("stacks.sigusr1", _register_stack_dump, rec.rank_dir)
+    _instrument.attempt("stacks.fatal_signal", _register_crash_dump, rec.rank_dir)
     _instrument.attempt("errors.excepthook", _errors.install)
     _instrument.attempt("flight_recorder.pipe", _flight.arm, rank)
     # A failure here (a module of the shim that does not import) is said as
