@@ -2,6 +2,7 @@
 #include "harness/diagnose/root_cause_rules.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "harness/diagnose/collateral.h"
@@ -27,8 +28,15 @@ void addLocationFromStacks(Evidence& e, const RankInput& r, const LibraryPaths& 
 // shim's faulthandler dump at that moment (crash_stacks.txt) does, in the
 // thread that took the signal. A signal taken by a thread without Python
 // (a native one) has no such thread: no place is made up from another.
+// The dump must be of this signal (a restarted rank's earlier crash is not
+// its later death by another).
 void addCrashLocation(Evidence& e, const RankInput& r, const LibraryPaths& lib) {
   if (e.kind != Kind::kSignal || e.location || e.signal_handled) return;
+  static const std::map<std::string, std::string> kFaulthandlerWords = {
+      {"SIGSEGV", "Segmentation fault"}, {"SIGBUS", "Bus error"},        {"SIGFPE", "Floating point exception"},
+      {"SIGILL", "Illegal instruction"}, {"SIGABRT", "Aborted"}};
+  const auto words = kFaulthandlerWords.find(r.signal.value_or(e.signal));
+  if (words == kFaulthandlerWords.end() || r.crash_what != words->second) return;
   for (const StackThread& t : r.crash_stacks) {
     if (!t.current) continue;
     const std::vector<StackThread> taker{t};  // must outlive f

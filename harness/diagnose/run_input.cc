@@ -105,13 +105,15 @@ void addStacks(std::vector<StackThread>& to, const fs::path& p) {
 
 // The last crash's dump of crash_stacks.txt: each starts "Fatal Python
 // error: ..." (a restarted rank appends its own).
-void addCrashStacks(std::vector<StackThread>& to, const fs::path& p) {
+void addCrashStacks(RankInput& r, const fs::path& p) {
   auto text = readTail(p.string());
   if (!text || text->empty()) return;
-  const size_t last = text->rfind("Fatal Python error: ");
-  for (StackThread& t : parseStackDump(std::string_view(*text).substr(last == std::string::npos ? 0 : last))) {
-    to.push_back(std::move(t));
-  }
+  constexpr std::string_view kHead = "Fatal Python error: ";
+  const size_t last = text->rfind(kHead);
+  if (last == std::string::npos) return;
+  const std::string_view dump = std::string_view(*text).substr(last);
+  r.crash_what = std::string(trim(dump.substr(kHead.size(), dump.find('\n') - kHead.size())));
+  for (StackThread& t : parseStackDump(dump)) r.crash_stacks.push_back(std::move(t));
 }
 
 }  // namespace
@@ -519,7 +521,7 @@ void readRankDirs(RunInput& in, const RunLayout& layout) {
       addErrorFile(ri, layout.rankErrorFile(*r));
       addStacks(ri.stacks, layout.rankStacks(*r));
       addStacks(ri.native_stacks, layout.rankNativeStacks(*r));
-      addCrashStacks(ri.crash_stacks, layout.rankCrashStacks(*r));
+      addCrashStacks(ri, layout.rankCrashStacks(*r));
       ri.events = readEvents(layout.rankEvents(*r));
       if (!ri.events.events.empty()) ri.started = true;
       splitEventsByAttempt(in, *r);

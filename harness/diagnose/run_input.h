@@ -50,6 +50,7 @@ struct RankInput {
   std::vector<StackThread> stacks;  // stacks.txt and dumps in output
   std::vector<StackThread> native_stacks;  // native_stacks.txt: a Python rank stuck on its way out
   std::vector<StackThread> crash_stacks;   // crash_stacks.txt: its last fatal signal's dump
+  std::string crash_what;                  // that dump's "Fatal Python error: WHAT" ("Segmentation fault")
   EventLog events;
   std::string stderr_tail;
   std::string pg_not_destroyed;  // torch 2.x's warning line, when the rank printed it

@@ -504,7 +504,9 @@ TEST(RootCauseRules, AFatalSignalIsPlacedWhereItsThreadWasInTheRanksCode) {
       "  File \"/app/train.py\", line 18 in <module>\n";
   RunInput in;
   addRank(in, 0, 1, std::nullopt, 5'000).errors.push_back(collateralOf(CollateralKind::kPeerClosed, "Connection closed by peer"));
-  addRank(in, 1, std::nullopt, std::string("SIGSEGV"), 2'000).crash_stacks = parseStackDump(dump);
+  RankInput& crashed = addRank(in, 1, std::nullopt, std::string("SIGSEGV"), 2'000);
+  crashed.crash_stacks = parseStackDump(dump);
+  crashed.crash_what = "Segmentation fault";
   auto c = runRule(earliestPrimary, in);
   ASSERT_TRUE(c);
   EXPECT_EQ(c->cause.kind, Kind::kSignal);
@@ -514,13 +516,23 @@ TEST(RootCauseRules, AFatalSignalIsPlacedWhereItsThreadWasInTheRanksCode) {
   EXPECT_EQ(c->cause.summary, "rank 1: killed by SIGSEGV (train.py:15)");
   // Taken by a native thread: faulthandler names no thread current.
   RunInput native;
-  addRank(native, 1, std::nullopt, std::string("SIGSEGV"), 2'000).crash_stacks =
+  RankInput& in_native = addRank(native, 1, std::nullopt, std::string("SIGSEGV"), 2'000);
+  in_native.crash_stacks =
       parseStackDump("Fatal Python error: Segmentation fault\n\nThread 0x00007f549625d240 (most recent call first):\n"
                      "  File \"/app/train.py\", line 15 in main\n");
+  in_native.crash_what = "Segmentation fault";
   auto n = runRule(earliestPrimary, native);
   ASSERT_TRUE(n);
   EXPECT_FALSE(n->cause.location);
   EXPECT_EQ(n->cause.summary, "rank 1: killed by SIGSEGV");
+  // A dump of another signal (a restarted rank's earlier crash) is not this death's.
+  RunInput other;
+  RankInput& aborted = addRank(other, 1, std::nullopt, std::string("SIGKILL"), 2'000);
+  aborted.crash_stacks = parseStackDump(dump);
+  aborted.crash_what = "Segmentation fault";
+  auto o = runRule(earliestPrimary, other);
+  ASSERT_TRUE(o);
+  EXPECT_FALSE(o->cause.location);
 }
 
 // Multi-node (docs/MULTINODE.md): ranks 0-1 on n1, 2-3 on n2; times in ns since 0.
