@@ -34,10 +34,13 @@ def fault_rank(default=1):
 # collectives' timeout. A launcher that starts its ranks one after another
 # has them join seconds apart: Lightning's script is rank 0, imports
 # everything, then starts ranks 1..N-1, which import it all again while rank
-# 0 already waits in the rendezvous (3 s on an idle 2-core machine, over 6 s
-# under load). init_process_group's timeout bounds that wait too, so a
-# 5-s collective timeout failed the rendezvous instead of the collective.
-RENDEZVOUS_TIMEOUT_S = 30
+# 0 already waits in the rendezvous (3 s on an idle 2-core machine, 9.5 to
+# 10 s with three such runs at once). init_process_group's timeout bounds
+# that wait too, so a 5-s collective timeout failed the rendezvous instead of
+# the collective. Twice the worst measured, and well under the 60-s deadline
+# of multinode-agent-kill-rendezvous, whose DeepSpeed ranks on n1 must give
+# up in this rendezvous (54 s in all with 30 s here, at load 6).
+RENDEZVOUS_TIMEOUT_S = 20
 
 
 def setup(rank=None, world_size=None, timeout_s=10):
