@@ -40,9 +40,7 @@ std::string stackOwnReport(const Report& r) {
   if (!blamed_rank && r.launcher.blamed_ranks.size() > 1) {
     // Several ranks named together (srun's "tasks 2-3:"): none singled out.
     const auto& named = r.launcher.blamed_ranks;
-    std::string list;
-    for (int k : named) list += (list.empty() ? "" : ", ") + std::to_string(k);
-    std::string text = exit + (exit.empty() ? "" : ", ") + "named ranks " + list + " together";
+    std::string text = exit + (exit.empty() ? "" : ", ") + "named ranks " + rankList(named, ", ") + " together";
     if (r.root_cause && r.root_cause->rank) {
       const bool among = std::find(named.begin(), named.end(), *r.root_cause->rank) != named.end();
       text += among ? " (the right one among them)" : " (**wrong**)";
@@ -92,7 +90,6 @@ std::string matrixCell(const Report& r) {
   std::string cell = verdictName(r.verdict);
   if (r.stack.launcher.rfind("builtin", 0) == 0) return cell;
   const auto blamed_rank = blamedRank(r);
-  if (!blamed_rank && r.launcher.blamed_ranks.empty()) return cell + " –";
   if (const auto right = blamedRight(r)) return cell + (*right ? " ✓" : " ✗");
   if (!blamed_rank) return cell + " –";
   return cell + " (blamed " + std::to_string(*blamed_rank) + ")";

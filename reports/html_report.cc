@@ -194,11 +194,7 @@ std::string timelineSvg(const Report& r) {
     o << "<g class=\"node-lane" << (nd->lost ? " lost" : "") << "\" data-node=\"" << e(nd->name) << "\"><rect x=\"0\" y=\""
       << y + 4 << "\" width=\"" << left + width << "\" height=\"" << lane_h - 8 << "\" fill=\""
       << (nd->lost ? "#ffebe9" : "#f6f8fa") << "\"/><text x=\"4\" y=\"" << y + 24 << "\" font-weight=\"bold\">" << e(label)
-      << "</text><title>" << e(label + "\nranks " + [&] {
-           std::string rs;
-           for (int k : nd->ranks) rs += (rs.empty() ? "" : ",") + std::to_string(k);
-           return rs;
-         }()) << "</title></g>\n";
+      << "</text><title>" << e(label + "\nranks " + rankList(nd->ranks)) << "</title></g>\n";
   }
   for (const auto& [rank, rw] : row) {
     const int y = laneTop(rw);
@@ -343,8 +339,7 @@ std::string body(const Report& r) {
     o << "<h2>Nodes</h2><table id=\"nodes\"><tr><th>node</th><th>host</th><th>ranks</th><th>lost</th>"
          "<th>link down</th><th>agent exit</th><th>survivors</th></tr>";
     for (const auto& nd : r.nodes) {
-      std::string rs;
-      for (int k : nd.ranks) rs += (rs.empty() ? "" : ",") + std::to_string(k);
+      const std::string rs = rankList(nd.ranks);
       o << "<tr data-node=\"" << e(nd.name) << "\"" << (nd.lost ? " class=\"bad\"" : "") << "><td>" << e(nd.name)
         << "</td><td>" << e(nd.host) << "</td><td>" << rs << "</td><td>" << (nd.lost ? "lost" : "") << "</td><td>"
         << (nd.link_down_ns ? "yes" : "") << "</td><td>"
@@ -358,9 +353,7 @@ std::string body(const Report& r) {
     o << "<h2>Findings</h2><table id=\"findings\"><tr><th>kind</th><th>ranks</th><th>severity</th><th>summary</th>"
          "<th>evidence</th><th>fix</th></tr>";
     for (const auto& f : r.findings) {
-      std::string ranks;
-      for (int k : f.ranks) ranks += (ranks.empty() ? "" : ",") + std::to_string(k);
-      o << "<tr><td>" << kindName(f.kind) << "</td><td>" << ranks << "</td><td>" << e(f.severity) << "</td><td>"
+      o << "<tr><td>" << kindName(f.kind) << "</td><td>" << rankList(f.ranks) << "</td><td>" << e(f.severity) << "</td><td>"
         << e(f.summary) << "</td><td>" << e(f.evidence) << "</td><td class=\"fix\">" << e(std::string(findingFix(f)))
         << "</td></tr>";
     }

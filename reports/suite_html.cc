@@ -98,9 +98,7 @@ std::string stackOwnVerdict(const Report& r) {
     t += ", blamed rank " + std::to_string(*l.blamed_rank);
     if (l.blamed_correctly) t += *l.blamed_correctly ? " (right)" : " (wrong)";
   } else if (l.blamed_ranks.size() > 1) {
-    std::string list;
-    for (int k : l.blamed_ranks) list += (list.empty() ? "" : ", ") + std::to_string(k);
-    t += ", named ranks " + list + " together (none singled out)";
+    t += ", named ranks " + rankList(l.blamed_ranks, ", ") + " together (none singled out)";
   }
   return t;
 }

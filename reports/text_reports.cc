@@ -13,12 +13,6 @@ namespace {
 
 std::string firstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
 
-std::string rankList(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
-  return out;
-}
-
 std::string baseOf(const std::string& path) {
   const size_t s = path.rfind('/');
   return s == std::string::npos ? path : path.substr(s + 1);

@@ -112,4 +112,10 @@ std::string shortLine(const std::string& s, size_t max_chars) {
   return line.substr(0, starts[max_chars - 1]) + "\u2026";
 }
 
+std::string rankList(const std::vector<int>& ranks, const std::string& sep) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : sep) + std::to_string(r);
+  return out;
+}
+
 }  // namespace faultline::reports

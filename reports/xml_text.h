@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace faultline::reports {
 
@@ -25,5 +26,7 @@ std::string utf8Tail(const std::string& s, size_t max_bytes);
 // characters, "…" ending a cut one: a matrix cell's one line, never a
 // paragraph and never half a UTF-8 character.
 std::string shortLine(const std::string& s, size_t max_chars);
+// Ranks as the reports list them, in the order given: "0,2,3" (`sep` ",").
+std::string rankList(const std::vector<int>& ranks, const std::string& sep = ",");
 
 }  // namespace faultline::reports

@@ -438,20 +438,21 @@ bool startedByThreading(const StackThread& t) {
   return threading_py && outer.function.rfind("_bootstrap", 0) == 0;
 }
 
+const PyFrame* userFrameIn(const StackThread& thread, const LibraryPaths& lib) {
+  for (const PyFrame& f : thread.frames) {
+    if (!lib.isLibrary(f.file) && f.line > 0) return &f;
+  }
+  return nullptr;
+}
+
 const PyFrame* userFrame(const std::vector<StackThread>& threads, const LibraryPaths& lib) {
-  auto pick = [&](const StackThread& th) -> const PyFrame* {
-    for (const PyFrame& f : th.frames) {
-      if (!lib.isLibrary(f.file) && f.line > 0) return &f;
-    }
-    return nullptr;
-  };
   for (const StackThread& th : threads) {
     if (th.current && !startedByThreading(th)) {
-      if (const PyFrame* f = pick(th)) return f;
+      if (const PyFrame* f = userFrameIn(th, lib)) return f;
     }
   }
   for (auto it = threads.rbegin(); it != threads.rend(); ++it) {
-    if (const PyFrame* f = pick(*it)) return f;
+    if (const PyFrame* f = userFrameIn(*it, lib)) return f;
   }
   return nullptr;
 }

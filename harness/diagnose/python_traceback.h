@@ -80,6 +80,8 @@ bool startedByThreading(const StackThread& t);
 // `lib`, docs/DIAGNOSIS.md section 8); nullptr if none. Prefers the current
 // thread, then the main thread (the last one listed).
 const PyFrame* userFrame(const std::vector<StackThread>& threads, const LibraryPaths& lib = LibraryPaths());
+// The innermost frame of user code in that one thread; nullptr if none.
+const PyFrame* userFrameIn(const StackThread& thread, const LibraryPaths& lib = LibraryPaths());
 // The built-in policy alone: LibraryPaths().isLibrary(file).
 bool isLibraryPath(std::string_view file);
 

@@ -39,8 +39,7 @@ void addCrashLocation(Evidence& e, const RankInput& r, const LibraryPaths& lib) 
   if (words == kFaulthandlerWords.end() || r.crash_what != words->second) return;
   for (const StackThread& t : r.crash_stacks) {
     if (!t.current) continue;
-    const std::vector<StackThread> taker{t};  // must outlive f
-    if (const PyFrame* f = userFrame(taker, lib)) {
+    if (const PyFrame* f = userFrameIn(t, lib)) {
       e.location = Location{f->file, f->line};
       e.source_line = f->source;
     }

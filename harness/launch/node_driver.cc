@@ -136,7 +136,7 @@ tl::expected<NodeShape, Unsupported> nodeShape(const scenario::Stack& stack) {
   shape.nodes = nodes;
   shape.per_node = per_node.front();
   if (nodes > 1) shape.flags.push_back("--nnodes=" + std::to_string(nodes));
-  shape.flags.push_back("--nproc_per_node=" + std::to_string(per_node.front()));
+  shape.flags.push_back("--nproc_per_node=" + std::to_string(shape.per_node));
   if (per_node.front() != per_node.back()) shape.node_procs = per_node;
   return shape;
 }
