@@ -23,11 +23,21 @@ using probe::faultKindName;
 
 namespace {
 
-std::string executableDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return ".";
-  std::string path(buf, static_cast<size_t>(n));
+// The folder of the trainer's own file, after symlinks: the program's, or
+// the library's when a Python process loaded it (entry.h).
+std::string trainerDir() {
+  Dl_info info{};
+  std::string path;
+  if (::dladdr(reinterpret_cast<void*>(&trainerDir), &info) != 0 && info.dli_fname && info.dli_fname[0] == '/') {
+    char buf[PATH_MAX];
+    if (::realpath(info.dli_fname, buf)) path = buf;
+  }
+  if (path.empty()) {
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return ".";
+    path.assign(buf, static_cast<size_t>(n));
+  }
   return path.substr(0, path.rfind('/'));
 }
 
@@ -66,7 +76,7 @@ void sleepForever() {
 void sleepMs(long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
 void callBrokenExtension(bool now) {
-  const std::string path = executableDir() + "/" FAULTLINE_PLUGIN_FILE;
+  const std::string path = trainerDir() + "/" FAULTLINE_PLUGIN_FILE;
   void* handle = ::dlopen(path.c_str(), now ? RTLD_NOW : RTLD_LAZY);
   if (!handle) throw std::runtime_error(std::string("cannot load trainer extension: ") + ::dlerror());
   using Entry = int (*)(float*, int);

@@ -256,6 +256,7 @@ LauncherLog parseLauncherLog(std::string_view text) {
       if (auto pid = intAfter(t, "Child process with PID ")) pe.pid = *pid;
       pe.exit_code = intAfter(t, " terminated with code ");
       log.failed_pids.push_back(pe);
+      if (pe.pid && !log.observer_killed_all_but) log.observer_killed_all_but = pe.pid;
       if (auto r = intAfter(t, "[rank: "); r && !claimed(log)) log.claimed_root_rank = r;
     }
     readDeepSpeedLine(t, log);

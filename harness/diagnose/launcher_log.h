@@ -67,6 +67,11 @@ struct LauncherLog {
   // when the launcher escalated. A rank that died of another one (its own
   // SIGKILL, a SIGABRT) was already dead when the launcher signalled it.
   std::map<int, std::set<std::string>> signals_sent;
+  // Lightning's child-process observer: the pid of the child whose exit it
+  // saw first ("Child process with PID P terminated with code C. Forcefully
+  // terminating all other processes"), after which it SIGKILLs every other
+  // process of the job, rank 0 (itself) among them.
+  std::optional<int> observer_killed_all_but;
   // DeepSpeed's "exits with return code = C": the exit of the rank whose
   // failure made launch.py signal every rank, itself included (it was dead
   // already): C > 0 an exit code, C < 0 the signal -C.

@@ -790,6 +790,25 @@ bool exitedByScriptedExit(const RankInput& r) {
   return r.exit_known && !r.signal && r.exit_code && *r.exit_code != 0 && struckByAFault(r, "exit");
 }
 
+// Ray Train's report lists the workers that failed, and Ray then shuts the
+// worker group down: a worker it did not list that ended with a bare
+// status after a listed one had died, with no error of its own, was ended
+// by that shutdown (rank 0 waiting in the rendezvous for a dead peer).
+bool endedByRayShutdown(const RunInput& in, int rank, const RankInput& ri) {
+  const std::set<int>& listed = in.launcher->ray_failed_ranks;
+  if (listed.empty() || listed.count(rank) || !ri.exit_known || ri.signal || !ri.exit_code || *ri.exit_code == 0 ||
+      !ri.exit_ns || !ri.errors.empty()) {
+    return false;
+  }
+  if (std::any_of(ri.events.events.begin(), ri.events.events.end(), [](const Event& e) { return e.ev == "error"; })) {
+    return false;
+  }
+  return std::any_of(listed.begin(), listed.end(), [&](int f) {
+    const auto it = in.ranks.find(f);
+    return it != in.ranks.end() && it->second.exit_ns && *it->second.exit_ns < *ri.exit_ns;
+  });
+}
+
 // torchelastic's "failed (exitcode: N) local_rank: R (pid: P)" and
 // "Sending process P closing signal SIGTERM": match pids to ranks.
 void matchLauncherPids(RunInput& in) {
@@ -810,6 +829,35 @@ void matchLauncherPids(RunInput& in) {
     if (!exitedByScriptedExit(ri) && launcherSignalEnded(*in.launcher, *ri.pid, ri.exit_known, ri.exit_code, ri.signal)) {
       ri.killed_by_teardown = true;
     }
+    // Lightning's observer SIGKILLed every process but the child it saw
+    // end: a SIGKILL of another one is its teardown (rank 0 waiting in the
+    // rendezvous for that child has nothing else to say).
+    const auto& observed = in.launcher->observer_killed_all_but;
+    if (observed && *observed != *ri.pid && ri.signal == "SIGKILL") ri.killed_by_teardown = true;
+    if (endedByRayShutdown(in, r, ri)) ri.killed_by_teardown = true;
+  }
+}
+
+// The dynamic loader's "symbol lookup error" (a lazy binding that found no
+// symbol) ends a process with status 127 and is said on its stderr without
+// a rank. Where ranks share their launcher's stderr (spawn, Lightning), it
+// is the line of the one rank that exited 127 with no error of its own.
+void addLoaderError(RunInput& in, const RunLayout& layout) {
+  RankInput* only = nullptr;
+  for (auto& [r, ri] : in.ranks) {
+    if (!ri.exit_known || ri.signal || ri.exit_code != 127) continue;
+    if (only) return;  // two of them: whose line is whose is not said
+    only = &ri;
+  }
+  if (!only || !only->errors.empty()) return;
+  const auto text = readTail(layout.launcherStderr());
+  if (!text) return;
+  for (std::string_view l : splitLines(*text)) {
+    auto e = parseUndefinedSymbol(l);
+    if (!e || e->type != "symbol lookup error") continue;
+    e->origin = "launcher/stderr";
+    only->errors.push_back(std::move(*e));
+    return;
   }
 }
 
@@ -884,6 +932,7 @@ RunInput loadRun(const std::string& dir) {
   for (auto& [r, ri] : in.ranks) foldCrashesOnTheWayOut(ri);
   matchLauncherPids(in);
   readNodeFacts(in, layout);
+  addLoaderError(in, layout);
   repickLocations(in);
   inferWorldSize(in);
   if (const std::string twin = layout.twinDir(); fs::exists(fs::path(twin) / "supervisor.json")) {

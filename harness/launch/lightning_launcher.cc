@@ -28,9 +28,6 @@ class LightningLauncher final : public ObservedLauncher {
   // from the environment, and picks a free one itself only without it
   // (racing other runs).
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (in.reference_trainer) {
-      return tl::unexpected(Unsupported{"Lightning's launcher reruns a Python script for each rank; the reference trainer is a C++ program"});
-    }
     if (!in.python_trainer) {
       return tl::unexpected(Unsupported{"Lightning's launcher reruns a Python script for each rank; this scenario's trainer is not a Python program"});
     }

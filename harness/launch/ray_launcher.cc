@@ -37,9 +37,6 @@ class RayLauncher final : public ObservedLauncher {
   // allows restarts. A plain trainer script runs as the training function of
   // ray_script.py's TorchTrainer, with the same two.
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (in.reference_trainer) {
-      return tl::unexpected(Unsupported{"Ray Train runs a Python function in each worker; the reference trainer is a C++ program"});
-    }
     if (!in.python_trainer || in.trainer.size() < 2) {
       return tl::unexpected(Unsupported{"Ray Train runs Python functions; this scenario's trainer is not a Python program"});
     }

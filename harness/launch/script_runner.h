@@ -26,4 +26,12 @@ tl::expected<std::vector<std::string>, Unsupported> scriptRunnerCommand(const Pl
                                                                          const std::vector<std::string>& runner_args,
                                                                          const std::string& stack);
 
+// The reference trainer (`trainer`: its program, then its options) as a
+// Python rank runs it: `python reference_trainer.py LIBRARY OPTIONS...`,
+// LIBRARY the libfaultline-trainer-<torch>.so built beside the program (after
+// symlinks). Unsupported when the runner or the library is not found.
+tl::expected<std::vector<std::string>, Unsupported> referenceTrainerScript(const std::vector<std::string>& trainer,
+                                                                            const std::string& python,
+                                                                            const std::string& scripts_dir);
+
 }  // namespace faultline::launch

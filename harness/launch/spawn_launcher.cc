@@ -19,9 +19,6 @@ class SpawnLauncher final : public ObservedLauncher {
  public:
   std::string name() const override { return "spawn"; }
   tl::expected<PlannedStart, Unsupported> plan(const PlanInput& in) const override {
-    if (in.reference_trainer) {
-      return tl::unexpected(Unsupported{"spawn runs a Python function in each child; the reference trainer is a C++ program"});
-    }
     if (!in.scenario->stack.instrument) {
       return tl::unexpected(Unsupported{"spawn's children carry no RANK: uninstrumented, faultline cannot tell its ranks apart"});
     }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "harness/launch/script_runner.h"
 #include "harness/launch/stacks.h"
 #include "harness/model/node_layout.h"
 #include "harness/model/torch_version.h"
@@ -122,7 +123,7 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
   std::vector<std::string> trainer =
       reference ? concat(concat({"faultline-trainer"}, s.stack.args), faultArgs(s))
                 : concat(resolvePaths(s.stack.commandOn(name.launcher), base_dir), s.stack.argsOn(name.launcher));
-  const bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
+  bool python_trainer = !reference && !trainer.empty() && isPython(trainer[0]);
   const bool needs_torch = reference || python_trainer || launcher->needsTorch();
   // A framework's stack runs at the install that has the framework, and is
   // named by the framework's series.
@@ -179,6 +180,18 @@ StackPlan planStack(const scenario::Scenario& s, const std::string& stack_in, co
       plan.unsupported = "no reference trainer is built against torch " + torch->series + " (faultline-trainer-torch" +
                          torch->series + ")";
       return plan;
+    }
+    // A stack whose ranks run Python (spawn, Lightning, Ray Train) runs the
+    // reference trainer as a Python script: its library, called in the rank's
+    // process by reference_trainer.py (reference-trainer/entry.h).
+    if (launcher->traits().python_only) {
+      auto script = referenceTrainerScript(trainer, torch->python, tools.launch_scripts_dir);
+      if (!script) {
+        plan.unsupported = script.error().reason;
+        return plan;
+      }
+      trainer = std::move(*script);
+      python_trainer = true;
     }
   }
   if (python_trainer && torch) trainer[0] = torch->python;

@@ -17,18 +17,20 @@ const std::vector<LauncherTraits>& stackLaunchers() {
       {"torchrun",           true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
       {"torchrun-multinode", true, true,  true,  false, false, kSpreads, {"*"}, nullptr, nullptr},
       {"launch",             true, true,  true,  false, false, kAsked,   {"*"}, nullptr, nullptr},
-      // spawn runs its runner once per node (no agent of its own to kill).
-      {"spawn",              true, true,  false, true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, nullptr, "mp.spawn does not restart its processes"},
+      // spawn runs its runner once per node (no agent of its own to kill). It,
+      // lightning and ray run the reference trainer as a Python script
+      // (reference_trainer.py calls its library).
+      {"spawn",              true, true,  true,  true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, nullptr, "mp.spawn does not restart its processes"},
       {"slurm",              true, true,  true,  false, false, kSpreads, {"node_loss", "slow_node"}, nullptr, "srun does not restart failed tasks"},
       // lightning runs a plain script as the function its Fabric launches (lightning_script.py),
       // across nodes with num_nodes (its launcher is the script: no agent to kill).
-      {"lightning",          true, true,  false, true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, "lightning", "Lightning's launcher does not restart ranks"},
+      {"lightning",          true, true,  true,  true,  false, kAsked,   {"node_loss", "partition", "slow_node", "slow_link"}, "lightning", "Lightning's launcher does not restart ranks"},
       // accelerate launch and deepspeed run any script (and a program, --no_python),
       // across nodes one launcher per node (--machine_rank; --no_ssh --node_rank).
       {"accelerate",         true, true,  true,  false, false, kAsked,   {"*"}, "accelerate", nullptr},
       {"deepspeed",          true, true,  true,  false, false, kAsked,   {"*"}, "deepspeed", "the deepspeed launcher does not restart ranks"},
       // ray runs a plain script as its training function (ray_script.py).
-      {"ray",                true, true,  false, true,  false, kOne,     {}, "ray", nullptr},
+      {"ray",                true, true,  true,  true,  false, kOne,     {}, "ray", nullptr},
       {"external",           false, false, false, false, true, kOne,     {}, nullptr, "an external launcher restarts as its own command says"},
   };
   return kTable;

@@ -37,7 +37,7 @@ struct LauncherTraits {
   bool versioned;       // takes @MAJOR.MINOR: "torchrun@2.13"
   bool needs_torch;     // runs at a torch install whatever the trainer (torch's own launchers)
   bool runs_reference;  // can start the reference trainer, a plain executable, as ranks
-  bool python_only;     // runs Python trainers only
+  bool python_only;     // runs Python trainers only (the reference trainer as one, reference_trainer.py, if runs_reference)
   bool is_the_command;  // the scenario's own command is the launcher (external)
   NodeSpan nodes;       // several nodes ([stack] nodes)
   // The node-fault kinds it delivers (docs/MULTINODE.md); "*": every kind.

@@ -435,7 +435,7 @@ std::optional<NeverRuns> neverRunsOn(const std::string& entry, const Stack& s) {
                       fs::path(s.command.front()).filename().string().rfind("python", 0) == 0;
   const LauncherTraits* traits = launcherTraits(launcher);
   if (!traits) return std::nullopt;  // not a stack name: the stack plan says so
-  if (traits->python_only && !python) return NeverRuns{entry + " runs Python trainers only"};
+  if (traits->python_only && !python && !reference) return NeverRuns{entry + " runs Python trainers only"};
   if (reference && !traits->runs_reference) {
     return NeverRuns{entry + " runs stack.command itself, and the reference trainer needs a launcher"};
   }

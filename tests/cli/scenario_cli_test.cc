@@ -466,10 +466,11 @@ std::vector<std::string> leftBehind(const fs::path& out) {
 }
 
 // skip_tags: comma-separated tags whose scenarios are left out ("adaptive,checkpoint-fault").
-fs::path catalogForThisBuild(const fs::path& tmp, const std::string& skip_tags = "", const std::string& skip_names = "") {
+fs::path catalogForThisBuild(const fs::path& tmp, const std::string& skip_tags = "", const std::string& skip_names = "",
+                             const std::string& skip_trainer = "") {
   const fs::path src = fs::path(FL_SOURCE_DIR) / "scenarios";
   const double scale = testing::timeScale();
-  if (scale == 1.0 && skip_tags.empty() && skip_names.empty()) return src;
+  if (scale == 1.0 && skip_tags.empty() && skip_names.empty() && skip_trainer.empty()) return src;
   const fs::path dst = tmp / "scenarios";
   fs::remove_all(dst);
   fs::create_directories(tmp);
@@ -482,15 +483,17 @@ fs::path catalogForThisBuild(const fs::path& tmp, const std::string& skip_tags =
   std::string names;  // "multinode-clean|multinode-partition": names, no regex characters
   for (char c : skip_names) names += c == ',' ? '|' : c;
   const std::regex named(R"x(^name\s*=\s*"()x" + names + R"x()")x");
+  const std::regex trained(R"x(^trainer\s*=\s*"()x" + skip_trainer + R"x()")x");
   std::vector<fs::path> skipped;
   for (const auto& e : fs::recursive_directory_iterator(dst)) {
     if (e.path().extension() != ".toml") continue;
     const std::string text = readFile(e.path());
-    if (!skip_tags.empty() || !skip_names.empty()) {
+    if (!skip_tags.empty() || !skip_names.empty() || !skip_trainer.empty()) {
       std::istringstream lines(text);
       bool skip = false;
       for (std::string line; !skip && std::getline(lines, line);) {
-        skip = (!skip_tags.empty() && std::regex_search(line, tagged)) || (!skip_names.empty() && std::regex_search(line, named));
+        skip = (!skip_tags.empty() && std::regex_search(line, tagged)) || (!skip_names.empty() && std::regex_search(line, named)) ||
+               (!skip_trainer.empty() && std::regex_search(line, trained));
       }
       if (skip) {
         skipped.push_back(e.path());
@@ -550,9 +553,12 @@ TEST(Conformance, CatalogOnOneStack) {
   // A declared subset (FL_CONFORMANCE_SKIP_TAG, tests/cli/CMakeLists.txt): the
   // scenarios of those tags are left to ci/catalog on this stack.
   const char* skip_tag = std::getenv("FL_CONFORMANCE_SKIP_TAG");
-  // And scenarios by name (FL_CONFORMANCE_SKIP_NAME, a comma list).
+  // And scenarios by name (FL_CONFORMANCE_SKIP_NAME, a comma list), or by
+  // their trainer (FL_CONFORMANCE_SKIP_TRAINER: "reference").
   const char* skip_name = std::getenv("FL_CONFORMANCE_SKIP_NAME");
-  const fs::path catalog = catalogForThisBuild(out.string() + "_catalog", skip_tag ? skip_tag : "", skip_name ? skip_name : "");
+  const char* skip_trainer = std::getenv("FL_CONFORMANCE_SKIP_TRAINER");
+  const fs::path catalog = catalogForThisBuild(out.string() + "_catalog", skip_tag ? skip_tag : "", skip_name ? skip_name : "",
+                                               skip_trainer ? skip_trainer : "");
   // Or the scenarios of these tags only (FL_CONFORMANCE_TAG, a comma list).
   std::string only;
   if (const char* tags = std::getenv("FL_CONFORMANCE_TAG")) {

@@ -80,6 +80,8 @@ TEST(LauncherLog, LightningChildProcessObserverBlamesTheChild) {
   ASSERT_EQ(log.failed_pids.size(), 1u);
   EXPECT_EQ(log.failed_pids[0].pid, 14917);
   EXPECT_EQ(log.failed_pids[0].exit_code, 3);
+  // Every other process it then SIGKILLs: all but that child.
+  EXPECT_EQ(log.observer_killed_all_but, 14917);
 }
 
 TEST(LauncherLog, RayWorkerGroupErrorListsEveryFailedRank) {

@@ -125,8 +125,9 @@ TEST(LauncherPlans, EachStackPlansItsCommandLine) {
   EXPECT_EQ(external.launch.launcher, "external");
   EXPECT_EQ(external.launch.command, (Strings{"/opt/t2/bin/python", "/t.py", "--x"}));
 
-  // The reference trainer: torchrun and launch run it with --no_python; spawn
-  // and external cannot run it.
+  // The reference trainer: torchrun and launch run it with --no_python;
+  // spawn as a script that calls its library (none is built beside /b);
+  // external cannot run it.
   const auto ref = parse("launcher = \"torchrun\"\nstacks = [\"torchrun\", \"launch\", \"spawn\", \"external\"]\nworld_size = 2\n");
   auto ref_torchrun = plan(ref, "torchrun@1.13");
   ASSERT_GE(ref_torchrun.launch.command.size(), 2u);
@@ -141,7 +142,8 @@ TEST(LauncherPlans, EachStackPlansItsCommandLine) {
     ASSERT_TRUE(p.unsupported) << stack;
   }
   EXPECT_EQ(*planStack(ref, "spawn", tools, "/out", 1, "/sc").unsupported,
-            "spawn runs a Python function in each child; the reference trainer is a C++ program");
+            "the reference trainer's library (libfaultline-trainer-torch2.13.so) was not built beside "
+            "/b/faultline-trainer-torch2.13; a Python rank calls the trainer there");
 }
 
 // `faultline stacks` lists what each launcher offers, per install, newest first.

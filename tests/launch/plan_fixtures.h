@@ -38,7 +38,9 @@ inline Tools withFrameworks(std::map<std::string, std::string> frameworks) {
 inline std::string launchScriptsDir() {
   const std::string dir = testing::TempDir() + "launch_scripts";
   std::filesystem::create_directories(dir);
-  for (const char* runner : {"/spawn_runner.py", "/ray_runner.py", "/ray_script.py", "/lightning_script.py"}) std::ofstream(dir + runner) << "";
+  for (const char* runner : {"/spawn_runner.py", "/ray_runner.py", "/ray_script.py", "/lightning_script.py", "/reference_trainer.py"}) {
+    std::ofstream(dir + runner) << "";
+  }
   return dir;
 }
 

@@ -384,9 +384,6 @@ TEST(SpawnPlan, APerRankScriptRunsThroughTheRunnerAProgramWrittenForSpawnRunsIts
   EXPECT_EQ(planStack(own, "spawn@1.13", t, "/o", 4711, "/s").launch.command,
             (std::vector<std::string>{"/usr/bin/python3", "/spawns.py"}));
   // Said precisely where it cannot run.
-  const auto reference = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"spawn\"]");
-  EXPECT_EQ(planStack(reference, "spawn", t, "/o", 1, "/s").unsupported,
-            "spawn runs a Python function in each child; the reference trainer is a C++ program");
   const auto code = parse("launcher = \"builtin\"\ntrainer = \"command\"\ncommand = [\"python3\", \"-c\", \"pass\"]\n"
                           "stacks = [\"builtin\", \"spawn\"]");
   EXPECT_EQ(planStack(code, "spawn", t, "/o", 1, "/s").unsupported,
@@ -430,12 +427,51 @@ TEST(FrameworkPlan, APlainScriptRunsThroughTheFrameworksRunnerItsOwnTrainerRunsI
   const auto own_ray = planStack(own, "ray", t, "/o", 4711, "/s").launch.command;
   EXPECT_EQ(std::vector<std::string>(own_ray.end() - 4, own_ray.end()),
             (std::vector<std::string>{"/opt/fw/bin/python", "/ray_ddp.py", "--num-workers", "2"}));
-  // Said precisely where it cannot run.
-  const auto reference = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"lightning\", \"ray\"]");
-  EXPECT_EQ(planStack(reference, "ray", t, "/o", 1, "/s").unsupported,
-            "Ray Train runs a Python function in each worker; the reference trainer is a C++ program");
-  EXPECT_EQ(planStack(reference, "lightning", t, "/o", 1, "/s").unsupported,
-            "Lightning's launcher reruns a Python script for each rank; the reference trainer is a C++ program");
+}
+
+// spawn, Lightning and Ray Train run the reference trainer as a Python
+// script: its library (built beside the program), called by
+// reference_trainer.py, which each runs as it runs any plain script.
+TEST(PythonStackPlan, TheReferenceTrainerRunsAsAScriptThatCallsItsLibrary) {
+  Tools t = withFrameworks({{"lightning", "2.6.6"}, {"ray", "2.60.0"}});
+  t.launch_scripts_dir = launchScriptsDir();
+  const std::string bin = testing::TempDir() + "ref_trainer_bin";
+  std::filesystem::remove_all(bin);
+  std::filesystem::create_directories(bin);
+  for (auto& torch : t.torches) {
+    torch.trainer = bin + "/faultline-trainer-torch" + torch.series;
+    std::ofstream(torch.trainer) << "";
+  }
+  const auto ref = parse("launcher = \"builtin\"\nstacks = [\"builtin\", \"spawn\", \"lightning\", \"ray\"]\n"
+                         "world_size = 2\nargs = [\"--steps\", \"3\"]");
+  // Without the library: said, with the file it looked for.
+  EXPECT_EQ(planStack(ref, "spawn@1.13", t, "/o", 4711, "/s").unsupported,
+            "the reference trainer's library (libfaultline-trainer-torch1.13.so) was not built beside " + bin +
+                "/faultline-trainer-torch1.13; a Python rank calls the trainer there");
+  for (const auto& torch : t.torches) std::ofstream(bin + "/libfaultline-trainer-torch" + torch.series + ".so") << "";
+  const std::string script = t.launch_scripts_dir + "/reference_trainer.py";
+  auto spawn = planStack(ref, "spawn@1.13", t, "/o", 4711, "/s");
+  ASSERT_FALSE(spawn.unsupported) << *spawn.unsupported;
+  EXPECT_EQ(spawn.launch.command,
+            (std::vector<std::string>{"/usr/bin/python3", t.launch_scripts_dir + "/spawn_runner.py", "--nprocs", "2", "--port",
+                                      "4711", script, bin + "/libfaultline-trainer-torch1.13.so", "--steps", "3"}));
+  auto lit = planStack(ref, "lightning", t, "/o", 4711, "/s");
+  ASSERT_FALSE(lit.unsupported) << *lit.unsupported;
+  ASSERT_GE(lit.launch.command.size(), 4u);
+  EXPECT_EQ(lit.launch.command[1], t.launch_scripts_dir + "/lightning_script.py");
+  EXPECT_EQ(std::vector<std::string>(lit.launch.command.end() - 4, lit.launch.command.end()),
+            (std::vector<std::string>{script, lit.launch.command.end()[-3], "--steps", "3"}));
+  EXPECT_NE(lit.launch.command.end()[-3].find("/libfaultline-trainer-torch"), std::string::npos);
+  auto ray = planStack(ref, "ray", t, "/o", 4711, "/s");
+  ASSERT_FALSE(ray.unsupported) << *ray.unsupported;
+  EXPECT_NE(std::find(ray.launch.command.begin(), ray.launch.command.end(), script), ray.launch.command.end());
+  // The fault is the trainer's own flag, as under torchrun --no_python.
+  const auto faulted = parseWith("[stack]\nlauncher = \"builtin\"\nstacks = [\"builtin\", \"spawn\"]\n"
+                                 "[fault]\nkind = \"sigkill\"\nrank = 1\nstep = 2\n");
+  auto struck = planStack(faulted, "spawn@1.13", t, "/o", 4711, "/s");
+  ASSERT_FALSE(struck.unsupported) << *struck.unsupported;
+  EXPECT_EQ(struck.launch.env.count("FAULTLINE_FAULT"), 0u);
+  EXPECT_EQ(std::count(struck.launch.command.begin(), struck.launch.command.end(), "--fault"), 1);
 }
 
 TEST(LaunchPlan, TheReferenceTrainerRunsWithNoPython) {

@@ -352,7 +352,8 @@ TEST(ScenarioErrors, NoStackCanEverRunIt) {
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nlauncher = \"external\"\ncommand = [\"torchrun\"]\n" + expect),
             "s.toml:3:12: stack.launcher: no stack can run this scenario (external runs stack.command itself, and the "
             "reference trainer needs a launcher" + tail);
-  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"spawn\", \"lightning@2.6\"]\n" + expect),
+  EXPECT_EQ(errorOf("name = \"x\"\n[stack]\nstacks = [\"spawn\", \"lightning@2.6\"]\ntrainer = \"command\"\n"
+                    "command = [\"./train\"]\n" + expect),
             "s.toml:3:10: stack.stacks: no stack can run this scenario (spawn runs Python trainers only; lightning@2.6 "
             "runs Python trainers only" + tail);
   EXPECT_EQ(errorOf("name = \"x\"\n[stack]\ntorch = \">=2.0,<2.0\"\n" + expect),
